@@ -1,0 +1,62 @@
+/* migc: model migration compiler. */
+#include "cli.h"
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} commands[] = {
+    {"inspect", cmd_inspect, "graph summary: opsets, op histogram, inputs/outputs, params"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: migc COMMAND [ARGS]\n"
+          "\n"
+          "migc migrates PyTorch models (ONNX export + weights) to MindSpore, Ascend and CPU C.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f,
+          "\n"
+          "Run 'migc COMMAND --help' for a command's options.\n"
+          "Exit status: 0 ok, 1 parity or conformance failure, 2 bad input or usage, 3 internal error.\n");
+}
+
+void cli_report(const mg_diags *d) {
+  char line[2048];
+  for (size_t i = 0; i < d->count; i++) {
+    mg_diag_format(&d->items[i], line, sizeof line);
+    fprintf(stderr, "%s\n", line);
+  }
+  if (d->dropped) fprintf(stderr, "(%zu more diagnostics not shown)\n", d->dropped);
+}
+
+int cli_wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return EXIT_OK;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("migc 0.1.0\n");
+    return EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "migc: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return EXIT_BAD_INPUT;
+}
