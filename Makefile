@@ -10,7 +10,8 @@ FUZZ_SECONDS ?= 600
 DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev \
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
   libxml2-dev libzip-dev libjansson-dev libcmocka-dev \
-  python3-torch python3-torchvision python3-onnx python3-numpy python3-protobuf
+  python3-torch python3-torchvision python3-onnx python3-numpy python3-protobuf \
+  jq time
 
 .PHONY: all setup build build-asan test test-unit test-e2e test-asan test-zoo demo fuzz fuzz-smoke bench clean
 

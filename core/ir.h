@@ -95,7 +95,8 @@ typedef struct mg_value {
   const void *data;
   size_t nbytes;
   /* Partial value of a small int tensor (rank <= 1, at most MG_SMALL elements)
-   * known during shape inference: each element a known int or a symbolic dim. */
+   * known during shape inference. An element is known (any int64, negatives
+   * included) unless its v is MG_UNKNOWN_ELEM; an unknown one may carry a sym. */
   mg_dim *elems;
   int n_elems;
   int id;               /* dense index within its graph; -1 if detached */
@@ -104,6 +105,7 @@ typedef struct mg_value {
   mg_shape decl_shape;
 } mg_value;
 enum { MG_SMALL = 64 };
+#define MG_UNKNOWN_ELEM INT64_MIN
 
 typedef struct mg_attr {
   const char *name;

@@ -259,7 +259,23 @@ static int legacy_softmax(import_ctx *c, mg_graph *g, mg_node *n) {
 static int is_reduce(mg_op op) { return mg_op_get(op)->shape_rule == MG_SH_REDUCE; }
 
 static const char *const legacy_binary[] = {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or",
-                                            "Xor", "Equal", "Greater", "Less", "PRelu"};
+                                            "Xor", "Equal", "Greater", "Less"};
+
+/* PRelu before opset 7 took a per-channel slope of shape [C]; numpy broadcasting
+ * needs [C, 1, ..., 1] to line it up with X's axis 1. */
+static int legacy_prelu(import_ctx *c, mg_graph *g, mg_node *n) {
+  int rx = known_rank(n->in[0]), rs = known_rank(n->in[1]);
+  if (rs != 1 || rx < 3) return 0;
+  int64_t axes[MG_MAX_RANK];
+  for (int i = 0; i < rx - 2; i++) axes[i] = 1 + i;
+  mg_node *u = helper_node(c, g, MG_OP_Unsqueeze, n, 2, 1);
+  if (!u) return -1;
+  u->in[0] = n->in[1];
+  u->in[1] = const_i64(c, g, n, axes, (size_t)(rx - 2), 0);
+  if (!u->in[1]) return -1;
+  n->in[1] = u->out[0];
+  return finish_helper(c, u);
+}
 
 int normalize_node(import_ctx *c, mg_graph *g, mg_node *n, int64_t opset) {
   /* consumed_inputs (opset 1) was a memory-reuse hint with no effect on values. */
@@ -304,6 +320,13 @@ int normalize_node(import_ctx *c, mg_graph *g, mg_node *n, int64_t opset) {
              set_str(c, n, "coordinate_transformation_mode", "asymmetric") ||
              set_str(c, n, "nearest_mode", "floor");
     }
+    return 0;
+  }
+  if (opset < 7 && n->op == MG_OP_PRelu) return legacy_prelu(c, g, n);
+  if (opset < 9 && n->op == MG_OP_Scan) {
+    /* Scan-8 had a batch axis and sequence_lens; migc supports the opset-9 form. */
+    n->op = MG_OP_UNKNOWN;
+    n->op_type = "Scan-8";
     return 0;
   }
   if (opset < 7)

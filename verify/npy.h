@@ -40,7 +40,9 @@ int npy_read_mem(const void *buf, size_t len, const char *what, mg_array *out, m
 int npy_write_file(const char *path, const mg_array *a, mg_diags *d);
 
 /* Read every member of an .npz (stored or deflated). On success *arrays holds
- * *count arrays in archive order (free with mg_arrays_free); names are set. */
+ * *count arrays in archive order (free with mg_arrays_free, also when *count
+ * is 0); names are set. Directory entries are skipped; any other member that
+ * is not a valid .npy fails the whole read. */
 int npz_read_file(const char *path, mg_array **arrays, int *count, mg_diags *d);
 /* Write `count` arrays to an .npz atomically; members are "<name>.npy", or
  * "arr_<i>.npy" for unnamed arrays as numpy.savez does. Duplicate names are an

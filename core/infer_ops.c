@@ -1,0 +1,1445 @@
+/* Shape rules of the ops whose shape_rule in ops.def is OWN. */
+#include "infer_internal.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define X0 (n->in[0])
+#define IN(i) ((i) < n->n_in ? n->in[i] : NULL)
+#define UNK infer_dim_unknown()
+
+static mg_shape unknown_rank(void) { return (mg_shape){.rank = -1}; }
+
+static mg_shape rank_unknown_dims(int rank) {
+  mg_shape s = {.rank = rank};
+  for (int i = 0; i < rank; i++) s.d[i] = UNK;
+  return s;
+}
+
+static int bad(infer_ctx *c, mg_node *n, const char *msg) {
+  mg_error(c->d, SHAPE, n->name, n->op_type, "%s", msg);
+  return -1;
+}
+
+static mg_dim dim_mul(mg_dim a, mg_dim b) {
+  if (a.v >= 0 && b.v >= 0) return (mg_dim){a.v * b.v, NULL};
+  if (a.v == 1) return b;
+  if (b.v == 1) return a;
+  return UNK;
+}
+
+static mg_dim dim_div(mg_dim a, int64_t b) {
+  if (a.v >= 0 && b > 0) return (mg_dim){a.v / b, NULL};
+  if (b == 1) return a;
+  return UNK;
+}
+
+/* Elementwise arithmetic on partial values: keeps symbols through x*1, x+0, x/1. */
+int infer_binary_elems(infer_ctx *c, mg_node *n) {
+  if (n->n_in != 2 || !n->in[0] || !n->in[1] || n->out[0]->shape.rank > 1) return 0;
+  if (n->op != MG_OP_Add && n->op != MG_OP_Sub && n->op != MG_OP_Mul && n->op != MG_OP_Div)
+    return 0;
+  if (!mg_dtype_is_int(n->out[0]->dtype)) return 0;
+  mg_dim a[MG_SMALL], b[MG_SMALL], r[MG_SMALL];
+  int na = infer_elems(n->in[0], a, MG_SMALL), nb = infer_elems(n->in[1], b, MG_SMALL);
+  if (na < 0 || nb < 0) return 0;
+  int nr = na > nb ? na : nb;
+  if ((na != nr && na != 1) || (nb != nr && nb != 1)) return 0;
+  for (int i = 0; i < nr; i++) {
+    mg_dim x = a[na == 1 ? 0 : i], y = b[nb == 1 ? 0 : i];
+    int kx = x.v != MG_UNKNOWN_ELEM, ky = y.v != MG_UNKNOWN_ELEM;
+    r[i] = (mg_dim){MG_UNKNOWN_ELEM, NULL};
+    if (kx && ky) {
+      switch (n->op) {
+      case MG_OP_Add: r[i].v = x.v + y.v; break;
+      case MG_OP_Sub: r[i].v = x.v - y.v; break;
+      case MG_OP_Mul: r[i].v = x.v * y.v; break;
+      default: if (y.v) r[i].v = x.v / y.v; break;
+      }
+    } else if (!kx && ky && ((n->op == MG_OP_Mul || n->op == MG_OP_Div) ? y.v == 1 : y.v == 0)) {
+      r[i] = x;
+    } else if (kx && !ky && ((n->op == MG_OP_Mul && x.v == 1) || (n->op == MG_OP_Add && x.v == 0))) {
+      r[i] = y;
+    }
+  }
+  return infer_set_elems(c, n->out[0], r, nr);
+}
+
+/* Spatial output size of conv/pool windows. */
+static mg_dim window_out(mg_dim in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
+                         const char *auto_pad, int ceil_mode) {
+  if (in.v < 0) return UNK;
+  int64_t ek = (k - 1) * d + 1;
+  if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER"))
+    return (mg_dim){(in.v + s - 1) / s, NULL};
+  if (!strcmp(auto_pad, "VALID")) return (mg_dim){in.v >= ek ? (in.v - ek) / s + 1 : 0, NULL};
+  int64_t span = in.v + pb + pe - ek;
+  if (span < 0) return (mg_dim){0, NULL};
+  int64_t o = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
+  /* The last window must start inside the input or its leading padding. */
+  if (ceil_mode && (o - 1) * s >= in.v + pb) o--;
+  return (mg_dim){o, NULL};
+}
+
+/* Conv, pooling: fills spatial defaults (strides, dilations, pads) when the rank is
+ * known, and computes the output. channels: output channel dim. */
+static int conv_like(infer_ctx *c, mg_node *n, const mg_value *x, const mg_value *w,
+                     mg_dim channels, mg_dtype dt) {
+  if (x->shape.rank < 0) {
+    infer_out(n, 0, dt, NULL);
+    return 0;
+  }
+  int sp = x->shape.rank - 2;
+  if (sp < 1) return bad(c, n, "input must have at least one spatial dimension");
+  const int64_t *ks, *st, *dl, *pd;
+  int64_t kernel[MG_MAX_RANK];
+  size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
+  size_t ns = mg_attr_ints(n, "strides", &st);
+  size_t nd = mg_attr_ints(n, "dilations", &dl);
+  size_t np = mg_attr_ints(n, "pads", &pd);
+  if (nk) {
+    if ((int)nk != sp) return bad(c, n, "kernel_shape does not match the input's rank");
+    memcpy(kernel, ks, sizeof(int64_t) * nk);
+  } else if (w && w->shape.rank == x->shape.rank) {
+    for (int i = 0; i < sp; i++) {
+      if (w->shape.d[i + 2].v < 0) {
+        infer_out(n, 0, dt, NULL);
+        return 0;
+      }
+      kernel[i] = w->shape.d[i + 2].v;
+    }
+  } else {
+    return bad(c, n, "kernel_shape is missing");
+  }
+  if ((ns && (int)ns != sp) || (nd && (int)nd != sp) || (np && (int)np != 2 * sp))
+    return bad(c, n, "strides, dilations or pads do not match the input's rank");
+  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
+  int ceil_mode = (int)mg_attr_int(n, "ceil_mode", 0);
+  mg_shape s = {.rank = x->shape.rank};
+  s.d[0] = x->shape.d[0];
+  s.d[1] = channels;
+  for (int i = 0; i < sp; i++) {
+    int64_t stv = ns ? st[i] : 1, dv = nd ? dl[i] : 1;
+    if (stv <= 0 || dv <= 0 || kernel[i] <= 0) return bad(c, n, "non-positive kernel, stride or dilation");
+    s.d[i + 2] = window_out(x->shape.d[i + 2], kernel[i], stv, dv, np ? pd[i] : 0,
+                            np ? pd[i + sp] : 0, ap, ceil_mode);
+  }
+  infer_out(n, 0, dt, &s);
+  if (n->op == MG_OP_MaxPool) infer_out(n, 1, MG_I64, &s);
+  return 0;
+}
+
+static int conv_transpose(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0, *w = IN(1);
+  (void)c;
+  int64_t group = mg_attr_int(n, "group", 1);
+  mg_dim ch = w->shape.rank >= 2 ? dim_mul(w->shape.d[1], (mg_dim){group, NULL}) : UNK;
+  if (x->shape.rank < 0) {
+    infer_out(n, 0, x->dtype, NULL);
+    return 0;
+  }
+  int sp = x->shape.rank - 2;
+  const int64_t *ks, *st, *dl, *pd, *op, *os;
+  size_t nk = mg_attr_ints(n, "kernel_shape", &ks), ns = mg_attr_ints(n, "strides", &st);
+  size_t nd = mg_attr_ints(n, "dilations", &dl), np = mg_attr_ints(n, "pads", &pd);
+  size_t nop = mg_attr_ints(n, "output_padding", &op), nos = mg_attr_ints(n, "output_shape", &os);
+  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
+  mg_shape s = {.rank = x->shape.rank};
+  s.d[0] = x->shape.d[0];
+  s.d[1] = ch;
+  for (int i = 0; i < sp; i++) {
+    int64_t k = nk ? ks[i] : (w->shape.rank == x->shape.rank ? w->shape.d[i + 2].v : -1);
+    int64_t stv = ns ? st[i] : 1, dv = nd ? dl[i] : 1, opv = nop ? op[i] : 0;
+    mg_dim in = x->shape.d[i + 2];
+    if (nos) s.d[i + 2] = (mg_dim){os[nos - (size_t)sp + (size_t)i], NULL};
+    else if (in.v < 0 || k < 0) s.d[i + 2] = UNK;
+    else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) s.d[i + 2] = (mg_dim){in.v * stv, NULL};
+    else {
+      int64_t pb = np ? pd[i] : 0, pe = np ? pd[i + sp] : 0;
+      s.d[i + 2] = (mg_dim){stv * (in.v - 1) + opv + (k - 1) * dv + 1 - pb - pe, NULL};
+    }
+  }
+  infer_out(n, 0, x->dtype, &s);
+  return 0;
+}
+
+static int matmul_shape(infer_ctx *c, mg_node *n, const mg_shape *a, const mg_shape *b,
+                        mg_shape *out) {
+  if (a->rank < 0 || b->rank < 0) {
+    *out = unknown_rank();
+    return 0;
+  }
+  if (a->rank == 0 || b->rank == 0) return bad(c, n, "MatMul of a scalar");
+  mg_shape A = *a, B = *b;
+  int a1 = A.rank == 1, b1 = B.rank == 1;
+  if (a1) { A.rank = 2; A.d[1] = A.d[0]; A.d[0] = (mg_dim){1, NULL}; }
+  if (b1) { B.rank = 2; B.d[1] = (mg_dim){1, NULL}; }
+  mg_dim ka = A.d[A.rank - 1], kb = B.d[B.rank - 2];
+  if (ka.v >= 0 && kb.v >= 0 && ka.v != kb.v) {
+    char x[128], y[128];
+    mg_error(c->d, SHAPE, n->name, n->op_type, "inner dimensions differ: %s and %s",
+             mg_shape_str(a, x, sizeof x), mg_shape_str(b, y, sizeof y));
+    return -1;
+  }
+  mg_shape ba = {.rank = A.rank - 2}, bb = {.rank = B.rank - 2}, bo;
+  memcpy(ba.d, A.d, sizeof(mg_dim) * (size_t)ba.rank);
+  memcpy(bb.d, B.d, sizeof(mg_dim) * (size_t)bb.rank);
+  if (infer_broadcast(&ba, &bb, &bo)) return bad(c, n, "batch dimensions do not broadcast");
+  *out = bo;
+  if (!a1) out->d[out->rank++] = A.d[A.rank - 2];
+  if (!b1) out->d[out->rank++] = B.d[B.rank - 1];
+  return 0;
+}
+
+static int einsum(infer_ctx *c, mg_node *n) {
+  const char *eq = mg_attr_str(n, "equation", "");
+  mg_dim letter[128];
+  for (int i = 0; i < 128; i++) letter[i] = (mg_dim){-2, NULL}; /* -2: unseen */
+  mg_shape ell = {.rank = 0};
+  int have_ell = 0;
+  char lhs[256], rhs[256] = "";
+  const char *arrow = strstr(eq, "->");
+  snprintf(lhs, sizeof lhs, "%.*s", arrow ? (int)(arrow - eq) : (int)strlen(eq), eq);
+  if (arrow) snprintf(rhs, sizeof rhs, "%s", arrow + 2);
+  int in = 0;
+  char *save = NULL;
+  int counts[128] = {0};
+  for (char *term = strtok_r(lhs, ",", &save); term; term = strtok_r(NULL, ",", &save), in++) {
+    if (in >= n->n_in || !n->in[in]) return bad(c, n, "equation names more operands than given");
+    const mg_shape *s = &n->in[in]->shape;
+    if (s->rank < 0) {
+      infer_out(n, 0, X0->dtype, NULL);
+      return 0;
+    }
+    int nl = 0, has_e = 0;
+    for (char *p = term; *p; p++)
+      if (*p == '.') has_e = 1;
+      else if (*p != ' ') nl++;
+    int ne = has_e ? s->rank - nl : 0;
+    if (ne < 0 || (!has_e && nl != s->rank)) return bad(c, n, "equation does not match operand rank");
+    int d = 0;
+    for (char *p = term; *p; p++) {
+      if (*p == ' ') continue;
+      if (*p == '.') {
+        if (p[1] == '.' && p[2] == '.') {
+          mg_shape e = {.rank = ne};
+          memcpy(e.d, &s->d[d], sizeof(mg_dim) * (size_t)ne);
+          mg_shape merged;
+          if (!have_ell) merged = e;
+          else if (infer_broadcast(&ell, &e, &merged)) return bad(c, n, "ellipsis dims do not broadcast");
+          ell = merged;
+          have_ell = 1;
+          d += ne;
+          p += 2;
+        }
+        continue;
+      }
+      unsigned char ch = (unsigned char)*p;
+      if (ch >= 128) return bad(c, n, "bad equation");
+      counts[ch]++;
+      if (letter[ch].v == -2 || letter[ch].v == 1) letter[ch] = s->d[d];
+      d++;
+    }
+  }
+  mg_shape out = {0};
+  if (arrow) {
+    for (char *p = rhs; *p; p++) {
+      if (*p == ' ') continue;
+      if (*p == '.') {
+        if (p[1] == '.' && p[2] == '.') {
+          for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
+          p += 2;
+        }
+        continue;
+      }
+      unsigned char ch = (unsigned char)*p;
+      if (ch >= 128 || letter[ch].v == -2) return bad(c, n, "output names an unknown letter");
+      if (out.rank >= MG_MAX_RANK) return bad(c, n, "output rank too large");
+      out.d[out.rank++] = letter[ch];
+    }
+  } else { /* implicit output: ellipsis, then letters seen once, alphabetically */
+    for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
+    for (int ch = 0; ch < 128; ch++)
+      if (counts[ch] == 1) out.d[out.rank++] = letter[ch];
+  }
+  infer_out(n, 0, X0->dtype, &out);
+  return 0;
+}
+
+static int recurrent(infer_ctx *c, mg_node *n) {
+  (void)c;
+  const mg_value *x = X0;
+  int64_t hidden = mg_attr_int(n, "hidden_size", -1);
+  const char *dir = mg_attr_str(n, "direction", "forward");
+  int64_t nd = !strcmp(dir, "bidirectional") ? 2 : 1;
+  int layout = (int)mg_attr_int(n, "layout", 0);
+  if (hidden < 0 && IN(2) && IN(2)->shape.rank == 3) hidden = IN(2)->shape.d[2].v;
+  mg_dim seq = UNK, batch = UNK, h = {hidden >= 0 ? hidden : -1, NULL}, dirs = {nd, NULL};
+  if (x->shape.rank == 3) {
+    seq = x->shape.d[layout ? 1 : 0];
+    batch = x->shape.d[layout ? 0 : 1];
+  }
+  mg_shape y = {.rank = 4}, yh = {.rank = 3};
+  if (layout) {
+    y.d[0] = batch, y.d[1] = seq, y.d[2] = dirs, y.d[3] = h;
+    yh.d[0] = batch, yh.d[1] = dirs, yh.d[2] = h;
+  } else {
+    y.d[0] = seq, y.d[1] = dirs, y.d[2] = batch, y.d[3] = h;
+    yh.d[0] = dirs, yh.d[1] = batch, yh.d[2] = h;
+  }
+  infer_out(n, 0, x->dtype, &y);
+  infer_out(n, 1, x->dtype, &yh);
+  infer_out(n, 2, x->dtype, &yh);
+  return 0;
+}
+
+static int reshape(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  mg_dim e[MG_SMALL];
+  int ne = infer_elems(IN(1), e, MG_SMALL);
+  if (ne < 0) {
+    const mg_value *sh = IN(1);
+    int r = sh->shape.rank == 1 && sh->shape.d[0].v >= 0 ? (int)sh->shape.d[0].v : -1;
+    mg_shape s = r >= 0 ? rank_unknown_dims(r) : unknown_rank();
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  if (ne > MG_MAX_RANK) return bad(c, n, "target rank too large");
+  int allowzero = (int)mg_attr_int(n, "allowzero", 0);
+  mg_shape s = {.rank = ne};
+  int infer_at = -1;
+  for (int i = 0; i < ne; i++) {
+    if (e[i].v == MG_UNKNOWN_ELEM) s.d[i] = infer_elem_to_dim(e[i]);
+    else if (e[i].v == -1) {
+      if (infer_at >= 0) return bad(c, n, "more than one -1 in the target shape");
+      infer_at = i;
+      s.d[i] = UNK;
+    } else if (e[i].v == 0 && !allowzero) {
+      if (x->shape.rank < 0 || i >= x->shape.rank) s.d[i] = UNK;
+      else s.d[i] = x->shape.d[i];
+    } else if (e[i].v < 0) return bad(c, n, "negative dimension in the target shape");
+    else s.d[i] = e[i];
+  }
+  if (infer_at >= 0) {
+    int64_t total = mg_shape_numel(&x->shape), rest = 1;
+    int known = total >= 0;
+    for (int i = 0; i < ne && known; i++)
+      if (i != infer_at) {
+        if (s.d[i].v < 0) known = 0;
+        else rest *= s.d[i].v;
+      }
+    if (known && rest > 0) {
+      if (total % rest) return bad(c, n, "element count does not divide the target shape");
+      s.d[infer_at] = (mg_dim){total / rest, NULL};
+    } else if (x->shape.rank >= 0) {
+      /* x = a*b*S, target = a*b*(-1): the -1 is S when the other dims match x's. */
+      int64_t xk = 1, tk = 1;
+      const char *xsym = NULL;
+      int xsyms = 0, ok = 1;
+      for (int i = 0; i < x->shape.rank; i++) {
+        if (x->shape.d[i].v >= 0) xk *= x->shape.d[i].v;
+        else if (x->shape.d[i].sym) { xsyms++; xsym = x->shape.d[i].sym; }
+        else ok = 0;
+      }
+      int tsyms = 0;
+      for (int i = 0; i < ne; i++) {
+        if (i == infer_at) continue;
+        if (s.d[i].v >= 0) tk *= s.d[i].v;
+        else if (s.d[i].sym && xsym && !strcmp(s.d[i].sym, xsym)) tsyms++;
+        else ok = 0;
+      }
+      if (ok && xsyms == 1 && tsyms == 0 && tk > 0 && xk % tk == 0 && xk / tk == 1)
+        s.d[infer_at] = (mg_dim){-1, xsym};
+      else if (ok && xsyms == tsyms && tk > 0 && xk % tk == 0)
+        s.d[infer_at] = (mg_dim){xk / tk, NULL};
+    }
+  } else {
+    int64_t a = mg_shape_numel(&x->shape), b = mg_shape_numel(&s);
+    if (a >= 0 && b >= 0 && a != b) {
+      char p[128], q[128];
+      mg_error(c->d, SHAPE, n->name, n->op_type, "cannot reshape %s (%lld elements) to %s",
+               mg_shape_str(&x->shape, p, sizeof p), (long long)a, mg_shape_str(&s, q, sizeof q));
+      return -1;
+    }
+  }
+  infer_out(n, 0, x->dtype, &s);
+  if (x->elems && ne <= 1) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
+  return 0;
+}
+
+static int axes_input(infer_ctx *c, mg_node *n, int slot, int rank, int64_t *axes, int *na) {
+  (void)c;
+  *na = 0;
+  if (!IN(slot)) return 0;
+  int k = infer_const_ints(IN(slot), axes, MG_MAX_RANK);
+  if (k < 0) return 1; /* unknown at compile time */
+  for (int i = 0; i < k; i++) axes[i] = infer_norm_axis(axes[i], rank);
+  *na = k;
+  return 0;
+}
+
+static int squeeze(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  if (x->shape.rank < 0) {
+    infer_out(n, 0, x->dtype, NULL);
+    return 0;
+  }
+  int64_t axes[MG_MAX_RANK];
+  int na;
+  if (axes_input(c, n, 1, x->shape.rank, axes, &na)) {
+    infer_out(n, 0, x->dtype, NULL);
+    return 0;
+  }
+  int drop[MG_MAX_RANK] = {0};
+  if (!IN(1)) {
+    for (int i = 0; i < x->shape.rank; i++) {
+      if (x->shape.d[i].v < 0) {
+        infer_out(n, 0, x->dtype, NULL);
+        return 0;
+      }
+      drop[i] = x->shape.d[i].v == 1;
+    }
+  }
+  for (int i = 0; i < na; i++) {
+    if (axes[i] < 0 || axes[i] >= x->shape.rank) return bad(c, n, "axis out of range");
+    if (x->shape.d[axes[i]].v > 1) return bad(c, n, "squeezed axis is not 1");
+    drop[axes[i]] = 1;
+  }
+  mg_shape s = {0};
+  for (int i = 0; i < x->shape.rank; i++)
+    if (!drop[i]) s.d[s.rank++] = x->shape.d[i];
+  infer_out(n, 0, x->dtype, &s);
+  if (x->elems && s.rank <= 1) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
+  return 0;
+}
+
+static int unsqueeze(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  int64_t axes[MG_MAX_RANK];
+  int na;
+  if (x->shape.rank < 0) {
+    infer_out(n, 0, x->dtype, NULL);
+    return 0;
+  }
+  int64_t raw[MG_MAX_RANK];
+  int k = IN(1) ? infer_const_ints(IN(1), raw, MG_MAX_RANK) : -1;
+  if (k < 0) {
+    int r = IN(1) && IN(1)->shape.rank == 1 && IN(1)->shape.d[0].v >= 0
+                ? x->shape.rank + (int)IN(1)->shape.d[0].v : -1;
+    mg_shape s = r >= 0 ? rank_unknown_dims(r) : unknown_rank();
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  int r = x->shape.rank + k;
+  if (r > MG_MAX_RANK) return bad(c, n, "rank too large");
+  na = k;
+  for (int i = 0; i < na; i++) axes[i] = infer_norm_axis(raw[i], r);
+  int ins[MG_MAX_RANK] = {0};
+  for (int i = 0; i < na; i++) {
+    if (axes[i] < 0 || axes[i] >= r || ins[axes[i]]) return bad(c, n, "bad axes");
+    ins[axes[i]] = 1;
+  }
+  mg_shape s = {.rank = r};
+  for (int i = 0, j = 0; i < r; i++) s.d[i] = ins[i] ? (mg_dim){1, NULL} : x->shape.d[j++];
+  infer_out(n, 0, x->dtype, &s);
+  if (x->elems && r <= 1) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
+  if (x->shape.rank == 0 && r == 1 && !x->data && x->elems)
+    return infer_set_elems(c, n->out[0], x->elems, 1);
+  return 0;
+}
+
+static int concat(infer_ctx *c, mg_node *n) {
+  int64_t axis = mg_attr_int(n, "axis", 0);
+  mg_shape s = unknown_rank();
+  mg_dtype dt = MG_UNDEFINED;
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] && n->in[i]->shape.rank >= 0) {
+      s = n->in[i]->shape;
+      dt = n->in[i]->dtype;
+      break;
+    }
+  if (!dt && X0) dt = X0->dtype;
+  if (s.rank < 0) {
+    infer_out(n, 0, dt, NULL);
+    return 0;
+  }
+  int64_t a = infer_norm_axis(axis, s.rank);
+  if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+  mg_dim total = {0, NULL};
+  for (int i = 0; i < n->n_in; i++) {
+    const mg_value *v = n->in[i];
+    if (!v) continue;
+    if (v->shape.rank < 0) {
+      total = UNK;
+      continue;
+    }
+    if (v->shape.rank != s.rank) return bad(c, n, "inputs have different ranks");
+    for (int d = 0; d < s.rank; d++) {
+      if (d == a) continue;
+      if (s.d[d].v < 0 && v->shape.d[d].v >= 0) s.d[d] = v->shape.d[d];
+      else if (s.d[d].v >= 0 && v->shape.d[d].v >= 0 && s.d[d].v != v->shape.d[d].v)
+        return bad(c, n, "inputs differ outside the concat axis");
+    }
+    if (total.v >= 0 && v->shape.d[a].v >= 0) total.v += v->shape.d[a].v;
+    else total = UNK;
+  }
+  s.d[a] = total;
+  infer_out(n, 0, dt, &s);
+  if (s.rank == 1) { /* shape arithmetic: concatenate partial values */
+    mg_dim e[MG_SMALL];
+    int ne = 0;
+    for (int i = 0; i < n->n_in; i++) {
+      if (!n->in[i]) continue;
+      int k = infer_elems(n->in[i], e + ne, MG_SMALL - ne);
+      if (k < 0) return 0;
+      ne += k;
+    }
+    return infer_set_elems(c, n->out[0], e, ne);
+  }
+  return 0;
+}
+
+static int split(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  if (x->shape.rank < 0) {
+    for (int i = 0; i < n->n_out; i++) infer_out(n, i, x->dtype, NULL);
+    return 0;
+  }
+  int64_t axis = infer_norm_axis(mg_attr_int(n, "axis", 0), x->shape.rank);
+  if (axis < 0 || axis >= x->shape.rank) return bad(c, n, "axis out of range");
+  int64_t parts[256];
+  int np = IN(1) ? infer_const_ints(IN(1), parts, 256) : -1;
+  mg_dim dim = x->shape.d[axis];
+  for (int i = 0; i < n->n_out; i++) {
+    mg_shape s = x->shape;
+    if (np >= 0) {
+      if (np != n->n_out) return bad(c, n, "split sizes do not match the outputs");
+      s.d[axis] = (mg_dim){parts[i], NULL};
+    } else if (IN(1)) {
+      s.d[axis] = UNK;
+    } else if (dim.v >= 0) {
+      int64_t k = n->n_out, chunk = (dim.v + k - 1) / k;
+      int64_t v = dim.v - chunk * i;
+      s.d[axis] = (mg_dim){v < 0 ? 0 : v > chunk ? chunk : v, NULL};
+    } else {
+      s.d[axis] = UNK;
+    }
+    infer_out(n, i, x->dtype, &s);
+  }
+  return 0;
+}
+
+static int slice(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  if (x->shape.rank < 0) {
+    infer_out(n, 0, x->dtype, NULL);
+    return 0;
+  }
+  int64_t st[MG_MAX_RANK], en[MG_MAX_RANK], ax[MG_MAX_RANK], sp[MG_MAX_RANK];
+  int ns = infer_const_ints(IN(1), st, MG_MAX_RANK), ne = infer_const_ints(IN(2), en, MG_MAX_RANK);
+  int na = IN(3) ? infer_const_ints(IN(3), ax, MG_MAX_RANK) : -2;
+  int nst = IN(4) ? infer_const_ints(IN(4), sp, MG_MAX_RANK) : -2;
+  mg_shape s = x->shape;
+  if (ns < 0 || ne < 0 || na == -1 || nst == -1) {
+    if (na >= 0) for (int i = 0; i < na; i++) s.d[infer_norm_axis(ax[i], s.rank)] = UNK;
+    else for (int i = 0; i < s.rank; i++) s.d[i] = UNK;
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+    return bad(c, n, "starts, ends, axes and steps differ in length");
+  mg_dim e[MG_SMALL];
+  int nelem = s.rank == 1 ? infer_elems(x, e, MG_SMALL) : -1;
+  int64_t from = 0, step1 = 1, cnt = -1;
+  for (int i = 0; i < ns; i++) {
+    int64_t a = na >= 0 ? infer_norm_axis(ax[i], s.rank) : i;
+    int64_t step = nst >= 0 ? sp[i] : 1;
+    if (a < 0 || a >= s.rank || step == 0) return bad(c, n, "bad axis or zero step");
+    int64_t dim = x->shape.d[a].v;
+    if (dim < 0) {
+      s.d[a] = UNK;
+      continue;
+    }
+    int64_t b = st[i], f = en[i];
+    if (b < 0) b += dim;
+    if (f < 0) f += dim;
+    int64_t len;
+    if (step > 0) {
+      b = b < 0 ? 0 : b > dim ? dim : b;
+      f = f < 0 ? 0 : f > dim ? dim : f;
+      len = f > b ? (f - b + step - 1) / step : 0;
+    } else {
+      b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
+      f = f < -1 ? -1 : f > dim - 1 ? dim - 1 : f;
+      len = b > f ? (b - f + (-step) - 1) / (-step) : 0;
+    }
+    s.d[a] = (mg_dim){len, NULL};
+    if (a == 0) from = b, step1 = step, cnt = len;
+  }
+  infer_out(n, 0, x->dtype, &s);
+  if (nelem >= 0 && cnt >= 0 && !x->data) {
+    mg_dim r[MG_SMALL];
+    for (int64_t k = 0; k < cnt; k++) r[k] = e[from + k * step1];
+    return infer_set_elems(c, n->out[0], r, (int)cnt);
+  }
+  return 0;
+}
+
+static int pad(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  if (x->shape.rank < 0) {
+    infer_out(n, 0, x->dtype, NULL);
+    return 0;
+  }
+  int64_t p[2 * MG_MAX_RANK], ax[MG_MAX_RANK];
+  int np = infer_const_ints(IN(1), p, 2 * MG_MAX_RANK);
+  int na = IN(3) ? infer_const_ints(IN(3), ax, MG_MAX_RANK) : -2;
+  mg_shape s = x->shape;
+  if (np < 0 || na == -1) {
+    for (int i = 0; i < s.rank; i++) s.d[i] = UNK;
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  int k = na >= 0 ? na : s.rank;
+  if (np != 2 * k) return bad(c, n, "pads has the wrong length");
+  for (int i = 0; i < k; i++) {
+    int64_t a = na >= 0 ? infer_norm_axis(ax[i], s.rank) : i;
+    if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+    if (s.d[a].v >= 0) s.d[a].v += p[i] + p[i + k];
+    else s.d[a] = UNK;
+  }
+  infer_out(n, 0, x->dtype, &s);
+  return 0;
+}
+
+static int shape_from_input(infer_ctx *c, mg_node *n, int slot, mg_shape *s) {
+  (void)c;
+  mg_dim e[MG_SMALL];
+  int ne = infer_elems(IN(slot), e, MG_SMALL);
+  if (ne < 0 || ne > MG_MAX_RANK) {
+    const mg_value *v = IN(slot);
+    if (v && v->shape.rank == 1 && v->shape.d[0].v >= 0 && v->shape.d[0].v <= MG_MAX_RANK)
+      *s = rank_unknown_dims((int)v->shape.d[0].v);
+    else
+      *s = unknown_rank();
+    return 0;
+  }
+  s->rank = ne;
+  for (int i = 0; i < ne; i++) s->d[i] = infer_elem_to_dim(e[i]);
+  return 1;
+}
+
+static int resize(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  if (x->shape.rank < 0) {
+    infer_out(n, 0, x->dtype, NULL);
+    return 0;
+  }
+  const int64_t *axes_attr;
+  size_t nax = mg_attr_ints(n, "axes", &axes_attr);
+  int r = x->shape.rank;
+  int64_t axes[MG_MAX_RANK];
+  int k = nax ? (int)nax : r;
+  for (int i = 0; i < k; i++) axes[i] = nax ? infer_norm_axis(axes_attr[i], r) : i;
+  mg_shape s = x->shape;
+  int64_t sizes[MG_MAX_RANK];
+  if (IN(3)) {
+    int ns = infer_const_ints(IN(3), sizes, MG_MAX_RANK);
+    if (ns < 0) {
+      for (int i = 0; i < k; i++) s.d[axes[i]] = UNK;
+    } else {
+      if (ns != k) return bad(c, n, "sizes has the wrong length");
+      const char *policy = mg_attr_str(n, "keep_aspect_ratio_policy", "stretch");
+      if (strcmp(policy, "stretch")) {
+        double scale = 0;
+        int first = 1, known = 1;
+        for (int i = 0; i < k; i++) {
+          if (x->shape.d[axes[i]].v <= 0) { known = 0; break; }
+          double sc = (double)sizes[i] / (double)x->shape.d[axes[i]].v;
+          if (first || (!strcmp(policy, "not_larger") ? sc < scale : sc > scale)) scale = sc;
+          first = 0;
+        }
+        for (int i = 0; i < k; i++)
+          s.d[axes[i]] = known ? (mg_dim){(int64_t)floor(x->shape.d[axes[i]].v * scale + 0.5), NULL} : UNK;
+      } else {
+        for (int i = 0; i < k; i++) s.d[axes[i]] = (mg_dim){sizes[i], NULL};
+      }
+    }
+  } else if (IN(2) && IN(2)->data && IN(2)->dtype == MG_F32) {
+    int64_t ns = (int64_t)(IN(2)->nbytes / 4);
+    if (ns != k) return bad(c, n, "scales has the wrong length");
+    for (int i = 0; i < k; i++) {
+      float sc;
+      memcpy(&sc, (const unsigned char *)IN(2)->data + 4 * i, 4);
+      mg_dim d = x->shape.d[axes[i]];
+      s.d[axes[i]] = d.v >= 0 ? (mg_dim){(int64_t)floor((double)d.v * (double)sc), NULL}
+                              : (sc == 1.0f ? d : UNK);
+    }
+  } else {
+    for (int i = 0; i < k; i++) s.d[axes[i]] = UNK;
+  }
+  infer_out(n, 0, x->dtype, &s);
+  return 0;
+}
+
+/* Seeds body inputs of a Loop/Scan/If body and infers it. */
+static int infer_body(infer_ctx *c, mg_graph *body) { return infer_graph(c, body); }
+
+static int control_flow(infer_ctx *c, mg_node *n) {
+  if (n->op == MG_OP_If) {
+    const mg_attr *t = mg_node_attr(n, "then_branch"), *e = mg_node_attr(n, "else_branch");
+    if (!t || !e || !t->g || !e->g) return bad(c, n, "If needs then_branch and else_branch");
+    if (infer_body(c, t->g) || infer_body(c, e->g)) return -1;
+    if (t->g->n_outputs != n->n_out || e->g->n_outputs != n->n_out)
+      return bad(c, n, "branches do not produce one value per output");
+    for (int i = 0; i < n->n_out; i++) {
+      const mg_value *a = t->g->outputs[i], *b = e->g->outputs[i];
+      mg_shape s = a->shape;
+      if (a->shape.rank != b->shape.rank) s = unknown_rank();
+      else
+        for (int d = 0; d < s.rank; d++)
+          if (!infer_dim_eq(a->shape.d[d], b->shape.d[d])) s.d[d] = UNK;
+      infer_out(n, i, a->dtype ? a->dtype : b->dtype, &s);
+      if (n->out[i]) n->out[i]->vtype = a->vtype;
+    }
+    return 0;
+  }
+  const mg_attr *ba = mg_node_attr(n, "body");
+  if (!ba || !ba->g) return bad(c, n, "missing body");
+  mg_graph *body = ba->g;
+  if (n->op == MG_OP_Loop) {
+    int carried = n->n_in - 2;
+    if (body->n_inputs != carried + 2) return bad(c, n, "body inputs do not match the loop's");
+    body->inputs[0]->dtype = MG_I64, body->inputs[0]->shape.rank = 0;
+    body->inputs[1]->dtype = MG_BOOL, body->inputs[1]->shape.rank = 0;
+    for (int i = 0; i < carried; i++) {
+      mg_value *bi = body->inputs[i + 2];
+      if (n->in[i + 2]) {
+        bi->dtype = n->in[i + 2]->dtype;
+        bi->vtype = n->in[i + 2]->vtype;
+        if (bi->shape.rank < 0 || !bi->has_decl) bi->shape = n->in[i + 2]->shape;
+      }
+    }
+    if (infer_body(c, body)) return -1;
+    if (body->n_outputs != 1 + n->n_out) return bad(c, n, "body outputs do not match the loop's");
+    for (int i = 0; i < n->n_out; i++) {
+      const mg_value *bo = body->outputs[i + 1];
+      if (i < carried) {
+        mg_shape s = bo->shape;
+        if (n->in[i + 2] && n->in[i + 2]->shape.rank == s.rank)
+          for (int d = 0; d < s.rank; d++)
+            if (!infer_dim_eq(s.d[d], n->in[i + 2]->shape.d[d])) s.d[d] = UNK;
+        infer_out(n, i, bo->dtype, &s);
+        if (n->out[i]) n->out[i]->vtype = bo->vtype;
+      } else {
+        mg_shape s = unknown_rank();
+        if (bo->shape.rank >= 0 && bo->shape.rank < MG_MAX_RANK) {
+          s.rank = bo->shape.rank + 1;
+          s.d[0] = UNK;
+          memcpy(&s.d[1], bo->shape.d, sizeof(mg_dim) * (size_t)bo->shape.rank);
+        }
+        infer_out(n, i, bo->dtype, &s);
+      }
+    }
+    return 0;
+  }
+  if (n->op == MG_OP_SequenceMap) {
+    for (int i = 0; i < body->n_inputs && i < n->n_in; i++) {
+      mg_value *bi = body->inputs[i];
+      if (!n->in[i]) continue;
+      bi->dtype = n->in[i]->dtype;
+      bi->vtype = n->in[i]->vtype == MG_VT_SEQUENCE ? MG_VT_TENSOR : n->in[i]->vtype;
+      if (!bi->has_decl || bi->shape.rank < 0) bi->shape = n->in[i]->shape;
+    }
+    if (infer_body(c, body)) return -1;
+    for (int i = 0; i < n->n_out && i < body->n_outputs; i++) {
+      infer_out(n, i, body->outputs[i]->dtype, NULL);
+      if (n->out[i]) n->out[i]->vtype = MG_VT_SEQUENCE;
+    }
+    return 0;
+  }
+  /* Scan */
+  int64_t nscan = mg_attr_int(n, "num_scan_inputs", 0);
+  int nstate = n->n_in - (int)nscan;
+  if (nstate < 0 || body->n_inputs != n->n_in) return bad(c, n, "body inputs do not match");
+  const int64_t *in_axes, *out_axes;
+  size_t nia = mg_attr_ints(n, "scan_input_axes", &in_axes);
+  size_t noa = mg_attr_ints(n, "scan_output_axes", &out_axes);
+  mg_dim seq = UNK;
+  for (int i = 0; i < n->n_in; i++) {
+    mg_value *bi = body->inputs[i];
+    const mg_value *x = n->in[i];
+    if (!x) continue;
+    bi->dtype = x->dtype;
+    if (i < nstate) {
+      if (!bi->has_decl || bi->shape.rank < 0) bi->shape = x->shape;
+    } else if (x->shape.rank > 0) {
+      int64_t ax = nia ? infer_norm_axis(in_axes[i - nstate], x->shape.rank) : 0;
+      mg_shape s = {0};
+      for (int d = 0; d < x->shape.rank; d++)
+        if (d != ax) s.d[s.rank++] = x->shape.d[d];
+      seq = x->shape.d[ax];
+      if (!bi->has_decl || bi->shape.rank < 0) bi->shape = s;
+    }
+  }
+  if (infer_body(c, body)) return -1;
+  if (body->n_outputs != n->n_out) return bad(c, n, "body outputs do not match");
+  for (int i = 0; i < n->n_out; i++) {
+    const mg_value *bo = body->outputs[i];
+    if (i < nstate) {
+      infer_out(n, i, bo->dtype, &bo->shape);
+      continue;
+    }
+    mg_shape s = unknown_rank();
+    if (bo->shape.rank >= 0 && bo->shape.rank < MG_MAX_RANK) {
+      int r = bo->shape.rank + 1;
+      int64_t ax = noa ? infer_norm_axis(out_axes[i - nstate], r) : 0;
+      s.rank = r;
+      for (int d = 0, j = 0; d < r; d++) s.d[d] = d == ax ? seq : bo->shape.d[j++];
+    }
+    infer_out(n, i, bo->dtype, &s);
+  }
+  return 0;
+}
+
+static int sequences(infer_ctx *c, mg_node *n) {
+  (void)c;
+  mg_value *o = n->out[0];
+  switch (n->op) {
+  case MG_OP_SequenceConstruct: {
+    mg_shape s = X0->shape;
+    for (int i = 1; i < n->n_in; i++)
+      if (!n->in[i] || n->in[i]->shape.rank != s.rank) s = unknown_rank();
+      else
+        for (int d = 0; d < s.rank; d++)
+          if (!infer_dim_eq(s.d[d], n->in[i]->shape.d[d])) s.d[d] = UNK;
+    infer_out(n, 0, X0->dtype, &s);
+    break;
+  }
+  case MG_OP_SequenceEmpty:
+    infer_out(n, 0, (mg_dtype)mg_attr_int(n, "dtype", MG_F32), NULL);
+    break;
+  case MG_OP_SequenceInsert:
+  case MG_OP_SequenceErase:
+    infer_out(n, 0, X0->dtype, X0->shape.rank >= 0 ? &X0->shape : NULL);
+    if (n->op == MG_OP_SequenceInsert && IN(1) && IN(1)->shape.rank != X0->shape.rank)
+      o->shape.rank = -1;
+    if (!X0->dtype && IN(1)) o->dtype = IN(1)->dtype;
+    break;
+  case MG_OP_SequenceAt:
+    infer_out(n, 0, X0->dtype, &X0->shape);
+    return 0;
+  case MG_OP_SequenceLength: {
+    mg_shape s = {0};
+    infer_out(n, 0, MG_I64, &s);
+    return 0;
+  }
+  case MG_OP_SplitToSequence:
+    infer_out(n, 0, X0->dtype, NULL);
+    break;
+  case MG_OP_ConcatFromSequence: {
+    mg_shape s = X0->shape;
+    int64_t axis = mg_attr_int(n, "axis", 0);
+    if (s.rank >= 0) {
+      if (mg_attr_int(n, "new_axis", 0)) {
+        int64_t a = infer_norm_axis(axis, s.rank + 1);
+        if (a < 0 || a > s.rank) return bad(c, n, "axis out of range");
+        memmove(&s.d[a + 1], &s.d[a], sizeof(mg_dim) * (size_t)(s.rank - a));
+        s.rank++;
+        s.d[a] = UNK;
+      } else {
+        int64_t a = infer_norm_axis(axis, s.rank);
+        if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+        s.d[a] = UNK;
+      }
+    }
+    infer_out(n, 0, X0->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Optional: {
+    const mg_attr *t = mg_node_attr(n, "type");
+    if (X0) {
+      infer_out(n, 0, X0->dtype, &X0->shape);
+      o->vtype = X0->vtype == MG_VT_SEQUENCE ? MG_VT_OPTIONAL_SEQUENCE : MG_VT_OPTIONAL_TENSOR;
+    } else {
+      infer_out(n, 0, t ? t->tp_dtype : MG_UNDEFINED, NULL);
+      o->vtype = t && t->tp == MG_VT_SEQUENCE ? MG_VT_OPTIONAL_SEQUENCE : MG_VT_OPTIONAL_TENSOR;
+    }
+    return 0;
+  }
+  case MG_OP_OptionalGetElement:
+    infer_out(n, 0, X0->dtype, &X0->shape);
+    o->vtype = X0->vtype == MG_VT_OPTIONAL_SEQUENCE || X0->vtype == MG_VT_SEQUENCE
+                   ? MG_VT_SEQUENCE : MG_VT_TENSOR;
+    return 0;
+  case MG_OP_OptionalHasElement: {
+    mg_shape s = {0};
+    infer_out(n, 0, MG_BOOL, &s);
+    return 0;
+  }
+  default:
+    return 0;
+  }
+  o->vtype = MG_VT_SEQUENCE;
+  return 0;
+}
+
+static mg_dtype attr_dtype(const mg_node *n, const char *name, mg_dtype dflt) {
+  int64_t t = mg_attr_int(n, name, dflt);
+  return mg_dtype_valid((int)t) ? (mg_dtype)t : dflt;
+}
+
+int infer_own(infer_ctx *c, mg_node *n) {
+  const mg_value *x = X0;
+  mg_shape s;
+  switch (n->op) {
+  case MG_OP_Dropout:
+    infer_out(n, 0, x->dtype, &x->shape);
+    infer_out(n, 1, MG_BOOL, &x->shape);
+    return 0;
+  case MG_OP_ArgMax:
+  case MG_OP_ArgMin: {
+    if (x->shape.rank < 0) { infer_out(n, 0, MG_I64, NULL); return 0; }
+    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", 0), x->shape.rank);
+    if (a < 0 || a >= x->shape.rank) return bad(c, n, "axis out of range");
+    s = x->shape;
+    if (mg_attr_int(n, "keepdims", 1)) s.d[a] = (mg_dim){1, NULL};
+    else { memmove(&s.d[a], &s.d[a + 1], sizeof(mg_dim) * (size_t)(s.rank - a - 1)); s.rank--; }
+    infer_out(n, 0, MG_I64, &s);
+    return 0;
+  }
+  case MG_OP_Conv:
+  case MG_OP_ConvInteger: {
+    const mg_value *w = IN(1);
+    mg_dim ch = w->shape.rank >= 1 ? w->shape.d[0] : UNK;
+    return conv_like(c, n, x, w, ch, n->op == MG_OP_Conv ? x->dtype : MG_I32);
+  }
+  case MG_OP_QLinearConv: {
+    const mg_value *w = IN(3);
+    mg_dim ch = w->shape.rank >= 1 ? w->shape.d[0] : UNK;
+    return conv_like(c, n, x, w, ch, IN(7) ? IN(7)->dtype : MG_U8);
+  }
+  case MG_OP_ConvTranspose:
+    return conv_transpose(c, n);
+  case MG_OP_AveragePool:
+  case MG_OP_MaxPool:
+  case MG_OP_LpPool:
+    return conv_like(c, n, x, NULL, x->shape.rank >= 2 ? x->shape.d[1] : UNK, x->dtype);
+  case MG_OP_MaxUnpool: {
+    if (IN(2)) {
+      if (shape_from_input(c, n, 2, &s) <= 0) s = rank_unknown_dims(x->shape.rank);
+      infer_out(n, 0, x->dtype, &s);
+      return 0;
+    }
+    if (x->shape.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
+    const int64_t *ks, *st, *pd;
+    size_t nk = mg_attr_ints(n, "kernel_shape", &ks), ns = mg_attr_ints(n, "strides", &st);
+    size_t np = mg_attr_ints(n, "pads", &pd);
+    int sp = x->shape.rank - 2;
+    if ((int)nk != sp) return bad(c, n, "kernel_shape does not match the input's rank");
+    s = x->shape;
+    for (int i = 0; i < sp; i++) {
+      mg_dim d = x->shape.d[i + 2];
+      int64_t stv = ns ? st[i] : 1;
+      s.d[i + 2] = d.v < 0 ? UNK : (mg_dim){(d.v - 1) * stv + ks[i] - (np ? pd[i] + pd[i + sp] : 0), NULL};
+    }
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_MaxRoiPool:
+  case MG_OP_RoiAlign: {
+    s = (mg_shape){.rank = 4};
+    s.d[0] = IN(1)->shape.rank >= 1 ? IN(1)->shape.d[0] : UNK;
+    s.d[1] = x->shape.rank >= 2 ? x->shape.d[1] : UNK;
+    if (n->op == MG_OP_RoiAlign) {
+      s.d[2] = (mg_dim){mg_attr_int(n, "output_height", 1), NULL};
+      s.d[3] = (mg_dim){mg_attr_int(n, "output_width", 1), NULL};
+    } else {
+      const int64_t *ps;
+      if (mg_attr_ints(n, "pooled_shape", &ps) != 2) return bad(c, n, "pooled_shape needs 2 values");
+      s.d[2] = (mg_dim){ps[0], NULL};
+      s.d[3] = (mg_dim){ps[1], NULL};
+    }
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Col2Im: {
+    mg_shape img;
+    int k = shape_from_input(c, n, 1, &img);
+    if (k <= 0 || x->shape.rank != 3) { infer_out(n, 0, x->dtype, NULL); return 0; }
+    int64_t block[MG_MAX_RANK];
+    int nb = infer_const_ints(IN(2), block, MG_MAX_RANK);
+    int64_t bp = 1;
+    for (int i = 0; i < nb; i++) bp *= block[i];
+    s = (mg_shape){.rank = 2 + img.rank};
+    s.d[0] = x->shape.d[0];
+    s.d[1] = nb >= 0 && bp > 0 ? dim_div(x->shape.d[1], bp) : UNK;
+    memcpy(&s.d[2], img.d, sizeof(mg_dim) * (size_t)img.rank);
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_GridSample: {
+    const mg_value *grid = IN(1);
+    if (x->shape.rank < 0 || grid->shape.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
+    s = (mg_shape){.rank = x->shape.rank};
+    s.d[0] = x->shape.d[0];
+    s.d[1] = x->shape.d[1];
+    for (int i = 2; i < s.rank; i++) s.d[i] = grid->shape.d[i - 1];
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_BatchNormalization: {
+    infer_out(n, 0, x->dtype, &x->shape);
+    mg_shape ch = {.rank = 1, .d = {x->shape.rank >= 2 ? x->shape.d[1] : UNK}};
+    infer_out(n, 1, IN(3) ? IN(3)->dtype : x->dtype, &ch);
+    infer_out(n, 2, IN(4) ? IN(4)->dtype : x->dtype, &ch);
+    return 0;
+  }
+  case MG_OP_LayerNormalization: {
+    infer_out(n, 0, x->dtype, &x->shape);
+    s = x->shape;
+    if (s.rank >= 0) {
+      int64_t a = infer_norm_axis(mg_attr_int(n, "axis", -1), s.rank);
+      for (int i = (int)a; i < s.rank; i++) s.d[i] = (mg_dim){1, NULL};
+    }
+    mg_dtype st = attr_dtype(n, "stash_type", MG_F32);
+    infer_out(n, 1, st, &s);
+    infer_out(n, 2, st, &s);
+    return 0;
+  }
+  case MG_OP_MatMul:
+  case MG_OP_MatMulInteger:
+  case MG_OP_QLinearMatMul: {
+    const mg_value *b = n->op == MG_OP_QLinearMatMul ? IN(3) : IN(1);
+    if (matmul_shape(c, n, &x->shape, &b->shape, &s)) return -1;
+    mg_dtype dt = n->op == MG_OP_MatMul ? x->dtype : n->op == MG_OP_MatMulInteger ? MG_I32
+                  : (IN(7) ? IN(7)->dtype : MG_U8);
+    infer_out(n, 0, dt, s.rank >= 0 ? &s : NULL);
+    return 0;
+  }
+  case MG_OP_Gemm: {
+    const mg_value *b = IN(1);
+    if (x->shape.rank != 2 || b->shape.rank != 2) {
+      if (x->shape.rank >= 0 && x->shape.rank != 2) return bad(c, n, "Gemm needs 2-D A");
+      if (b->shape.rank >= 0 && b->shape.rank != 2) return bad(c, n, "Gemm needs 2-D B");
+      s = rank_unknown_dims(2);
+      infer_out(n, 0, x->dtype, &s);
+      return 0;
+    }
+    int ta = (int)mg_attr_int(n, "transA", 0), tb = (int)mg_attr_int(n, "transB", 0);
+    mg_dim ka = x->shape.d[ta ? 0 : 1], kb = b->shape.d[tb ? 1 : 0];
+    if (ka.v >= 0 && kb.v >= 0 && ka.v != kb.v) return bad(c, n, "inner dimensions differ");
+    s = (mg_shape){.rank = 2, .d = {x->shape.d[ta ? 1 : 0], b->shape.d[tb ? 0 : 1]}};
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Einsum:
+    return einsum(c, n);
+  case MG_OP_Det:
+    if (x->shape.rank < 2) { infer_out(n, 0, x->dtype, x->shape.rank < 0 ? NULL : &x->shape); return 0; }
+    s = x->shape;
+    s.rank -= 2;
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  case MG_OP_RNN:
+  case MG_OP_GRU:
+  case MG_OP_LSTM:
+    return recurrent(c, n);
+  case MG_OP_Cast:
+  case MG_OP_CastLike: {
+    mg_dtype to = n->op == MG_OP_Cast ? (mg_dtype)mg_attr_int(n, "to", 0) : IN(1)->dtype;
+    if (n->op == MG_OP_Cast && !mg_dtype_valid((int)mg_attr_int(n, "to", 0)))
+      return bad(c, n, "Cast to an unknown type");
+    infer_out(n, 0, to, &x->shape);
+    if (x->elems && mg_dtype_is_int(to)) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
+    return 0;
+  }
+  case MG_OP_Shape: {
+    int r = x->shape.rank;
+    if (r < 0) {
+      s = rank_unknown_dims(1);
+      infer_out(n, 0, MG_I64, &s);
+      return 0;
+    }
+    int64_t start = infer_norm_axis(mg_attr_int(n, "start", 0), r);
+    int64_t end = infer_norm_axis(mg_attr_int(n, "end", r), r);
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t len = end > start ? end - start : 0;
+    s = (mg_shape){.rank = 1, .d = {{len, NULL}}};
+    infer_out(n, 0, MG_I64, &s);
+    mg_dim e[MG_MAX_RANK];
+    for (int64_t i = 0; i < len; i++) e[i] = infer_dim_to_elem(x->shape.d[start + i]);
+    return infer_set_elems(c, n->out[0], e, (int)len);
+  }
+  case MG_OP_Size: {
+    s = (mg_shape){0};
+    infer_out(n, 0, MG_I64, &s);
+    int64_t k = mg_shape_numel(&x->shape);
+    mg_dim e = {k >= 0 ? k : MG_UNKNOWN_ELEM, NULL};
+    return infer_set_elems(c, n->out[0], &e, 1);
+  }
+  case MG_OP_Reshape:
+    return reshape(c, n);
+  case MG_OP_Flatten: {
+    if (x->shape.rank < 0) { s = rank_unknown_dims(2); infer_out(n, 0, x->dtype, &s); return 0; }
+    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", 1), x->shape.rank);
+    if (a < 0 || a > x->shape.rank) return bad(c, n, "axis out of range");
+    mg_dim p = {1, NULL}, q = {1, NULL};
+    for (int i = 0; i < x->shape.rank; i++) {
+      if (i < a) p = dim_mul(p, x->shape.d[i]);
+      else q = dim_mul(q, x->shape.d[i]);
+    }
+    s = (mg_shape){.rank = 2, .d = {p, q}};
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Squeeze:
+    return squeeze(c, n);
+  case MG_OP_Unsqueeze:
+    return unsqueeze(c, n);
+  case MG_OP_Transpose: {
+    if (x->shape.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
+    const int64_t *perm;
+    size_t np = mg_attr_ints(n, "perm", &perm);
+    if (np && (int)np != x->shape.rank) return bad(c, n, "perm does not match the rank");
+    s.rank = x->shape.rank;
+    int seen[MG_MAX_RANK] = {0};
+    for (int i = 0; i < s.rank; i++) {
+      int64_t p = np ? perm[i] : s.rank - 1 - i;
+      if (p < 0 || p >= s.rank || seen[p]++) return bad(c, n, "perm is not a permutation");
+      s.d[i] = x->shape.d[p];
+    }
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Concat:
+    return concat(c, n);
+  case MG_OP_Split:
+    return split(c, n);
+  case MG_OP_Slice:
+    return slice(c, n);
+  case MG_OP_Pad:
+    return pad(c, n);
+  case MG_OP_Tile: {
+    int64_t rep[MG_MAX_RANK];
+    int nr = infer_const_ints(IN(1), rep, MG_MAX_RANK);
+    s = x->shape;
+    if (s.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
+    if (nr >= 0 && nr != s.rank) return bad(c, n, "repeats does not match the rank");
+    for (int i = 0; i < s.rank; i++)
+      s.d[i] = nr < 0 ? UNK : dim_mul(s.d[i], (mg_dim){rep[i], NULL});
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Expand: {
+    mg_shape to;
+    shape_from_input(c, n, 1, &to);
+    if (to.rank >= 0) {
+      /* In the target, 1 keeps x's dim; unknown dims stay unknown unless x fixes them. */
+      mg_shape out;
+      if (infer_broadcast(&x->shape, &to, &out)) return bad(c, n, "shape does not broadcast");
+      infer_out(n, 0, x->dtype, &out);
+    } else {
+      infer_out(n, 0, x->dtype, NULL);
+    }
+    return 0;
+  }
+  case MG_OP_Gather: {
+    const mg_value *idx = IN(1);
+    if (x->shape.rank < 1 || idx->shape.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
+    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", 0), x->shape.rank);
+    if (a < 0 || a >= x->shape.rank) return bad(c, n, "axis out of range");
+    if (x->shape.rank - 1 + idx->shape.rank > MG_MAX_RANK) return bad(c, n, "rank too large");
+    s.rank = 0;
+    for (int i = 0; i < a; i++) s.d[s.rank++] = x->shape.d[i];
+    for (int i = 0; i < idx->shape.rank; i++) s.d[s.rank++] = idx->shape.d[i];
+    for (int i = (int)a + 1; i < x->shape.rank; i++) s.d[s.rank++] = x->shape.d[i];
+    infer_out(n, 0, x->dtype, &s);
+    if (x->shape.rank == 1 && idx->shape.rank <= 1) {
+      mg_dim e[MG_SMALL];
+      int64_t ix[MG_SMALL];
+      int ne = infer_elems(x, e, MG_SMALL), ni = infer_const_ints(idx, ix, MG_SMALL);
+      if (ne >= 0 && ni >= 0) {
+        mg_dim r[MG_SMALL];
+        for (int i = 0; i < ni; i++) {
+          int64_t j = ix[i] < 0 ? ix[i] + ne : ix[i];
+          if (j < 0 || j >= ne) return bad(c, n, "index out of range");
+          r[i] = e[j];
+        }
+        return infer_set_elems(c, n->out[0], r, ni);
+      }
+    }
+    return 0;
+  }
+  case MG_OP_GatherElements:
+    infer_out(n, 0, x->dtype, &IN(1)->shape);
+    return 0;
+  case MG_OP_GatherND: {
+    const mg_value *idx = IN(1);
+    int64_t b = mg_attr_int(n, "batch_dims", 0);
+    if (x->shape.rank < 0 || idx->shape.rank < 1 || idx->shape.d[idx->shape.rank - 1].v < 0) {
+      infer_out(n, 0, x->dtype, NULL);
+      return 0;
+    }
+    int64_t last = idx->shape.d[idx->shape.rank - 1].v;
+    s.rank = 0;
+    for (int i = 0; i < idx->shape.rank - 1; i++) s.d[s.rank++] = idx->shape.d[i];
+    for (int64_t i = b + last; i < x->shape.rank; i++) s.d[s.rank++] = x->shape.d[i];
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Where: {
+    mg_shape t;
+    if (infer_broadcast(&x->shape, &IN(1)->shape, &t) || infer_broadcast(&t, &IN(2)->shape, &s))
+      return bad(c, n, "inputs do not broadcast");
+    infer_out(n, 0, IN(1)->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Compress: {
+    const mg_attr *ax = mg_node_attr(n, "axis");
+    if (!ax) s = rank_unknown_dims(1);
+    else if (x->shape.rank < 0) s = unknown_rank();
+    else {
+      s = x->shape;
+      int64_t a = infer_norm_axis(ax->i, s.rank);
+      if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+      s.d[a] = UNK;
+    }
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_NonZero:
+    s = (mg_shape){.rank = 2, .d = {{x->shape.rank >= 0 ? x->shape.rank : -1, NULL}, UNK}};
+    infer_out(n, 0, MG_I64, &s);
+    return 0;
+  case MG_OP_TopK: {
+    int64_t k;
+    s = x->shape;
+    if (s.rank >= 0) {
+      int64_t a = infer_norm_axis(mg_attr_int(n, "axis", -1), s.rank);
+      if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+      s.d[a] = infer_const_ints(IN(1), &k, 1) == 1 ? (mg_dim){k, NULL} : UNK;
+    }
+    infer_out(n, 0, x->dtype, s.rank >= 0 ? &s : NULL);
+    infer_out(n, 1, MG_I64, s.rank >= 0 ? &s : NULL);
+    return 0;
+  }
+  case MG_OP_Unique: {
+    const mg_attr *ax = mg_node_attr(n, "axis");
+    if (!ax) s = rank_unknown_dims(1);
+    else if (x->shape.rank < 0) s = unknown_rank();
+    else {
+      s = x->shape;
+      int64_t a = infer_norm_axis(ax->i, s.rank);
+      if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+      s.d[a] = UNK;
+    }
+    infer_out(n, 0, x->dtype, &s);
+    mg_shape v = rank_unknown_dims(1);
+    infer_out(n, 1, MG_I64, &v);
+    infer_out(n, 2, MG_I64, &v);
+    infer_out(n, 3, MG_I64, &v);
+    return 0;
+  }
+  case MG_OP_OneHot: {
+    if (x->shape.rank < 0 || x->shape.rank >= MG_MAX_RANK) { infer_out(n, 0, IN(2)->dtype, NULL); return 0; }
+    int r = x->shape.rank + 1;
+    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", -1), r), depth;
+    if (a < 0 || a >= r) return bad(c, n, "axis out of range");
+    mg_dim dd = UNK;
+    if (IN(1)->data) {
+      double dv = 0;
+      if (mg_dtype_is_float(IN(1)->dtype)) {
+        if (IN(1)->dtype == MG_F32) { float f; memcpy(&f, IN(1)->data, 4); dv = f; }
+        else if (IN(1)->dtype == MG_F64) memcpy(&dv, IN(1)->data, 8);
+        dd = (mg_dim){(int64_t)dv, NULL};
+      } else if (infer_const_ints(IN(1), &depth, 1) == 1) {
+        dd = (mg_dim){depth, NULL};
+      }
+    }
+    s.rank = r;
+    for (int i = 0, j = 0; i < r; i++) s.d[i] = i == a ? dd : x->shape.d[j++];
+    infer_out(n, 0, IN(2)->dtype, &s);
+    return 0;
+  }
+  case MG_OP_DepthToSpace:
+  case MG_OP_SpaceToDepth: {
+    int64_t b = mg_attr_int(n, "blocksize", 0);
+    if (b <= 0) return bad(c, n, "blocksize must be positive");
+    if (x->shape.rank != 4) { infer_out(n, 0, x->dtype, x->shape.rank < 0 ? NULL : &x->shape); return 0; }
+    s = x->shape;
+    if (n->op == MG_OP_DepthToSpace) {
+      s.d[1] = dim_div(s.d[1], b * b);
+      s.d[2] = dim_mul(s.d[2], (mg_dim){b, NULL});
+      s.d[3] = dim_mul(s.d[3], (mg_dim){b, NULL});
+    } else {
+      s.d[1] = dim_mul(s.d[1], (mg_dim){b * b, NULL});
+      s.d[2] = dim_div(s.d[2], b);
+      s.d[3] = dim_div(s.d[3], b);
+    }
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_Resize:
+    return resize(c, n);
+  case MG_OP_CenterCropPad: {
+    mg_shape to;
+    s = x->shape;
+    int k = shape_from_input(c, n, 1, &to);
+    const int64_t *axes;
+    size_t na = mg_attr_ints(n, "axes", &axes);
+    if (s.rank >= 0) {
+      for (int i = 0; i < (na ? (int)na : s.rank); i++) {
+        int64_t a = na ? infer_norm_axis(axes[i], s.rank) : i;
+        if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+        s.d[a] = k > 0 && i < to.rank ? to.d[i] : UNK;
+      }
+    }
+    infer_out(n, 0, x->dtype, s.rank >= 0 ? &s : NULL);
+    return 0;
+  }
+  case MG_OP_EyeLike:
+    infer_out(n, 0, attr_dtype(n, "dtype", x->dtype), &x->shape);
+    return 0;
+  case MG_OP_ConstantOfShape: {
+    const mg_attr *v = mg_node_attr(n, "value");
+    shape_from_input(c, n, 0, &s);
+    infer_out(n, 0, v && v->t ? v->t->dtype : MG_F32, s.rank >= 0 ? &s : NULL);
+    return 0;
+  }
+  case MG_OP_Range: {
+    s = rank_unknown_dims(1);
+    double st, lim, dl;
+    const mg_value *a = IN(0), *b = IN(1), *d = IN(2);
+    if (a->data && b->data && d->data) {
+      int64_t ia, ib, id;
+      if (mg_dtype_is_float(a->dtype)) {
+        if (a->dtype == MG_F32) { float f; memcpy(&f, a->data, 4); st = f; memcpy(&f, b->data, 4); lim = f; memcpy(&f, d->data, 4); dl = f; }
+        else { memcpy(&st, a->data, 8); memcpy(&lim, b->data, 8); memcpy(&dl, d->data, 8); }
+      } else if (mg_value_ints(a, &ia, 1) == 1 && mg_value_ints(b, &ib, 1) == 1 && mg_value_ints(d, &id, 1) == 1) {
+        st = (double)ia, lim = (double)ib, dl = (double)id;
+      } else {
+        infer_out(n, 0, a->dtype, &s);
+        return 0;
+      }
+      if (dl == 0) return bad(c, n, "delta is zero");
+      double cnt = ceil((lim - st) / dl);
+      s.d[0] = (mg_dim){cnt > 0 ? (int64_t)cnt : 0, NULL};
+    }
+    infer_out(n, 0, a->dtype, &s);
+    return 0;
+  }
+  case MG_OP_NonMaxSuppression:
+    s = (mg_shape){.rank = 2, .d = {UNK, {3, NULL}}};
+    infer_out(n, 0, MG_I64, &s);
+    return 0;
+  case MG_OP_QuantizeLinear:
+    infer_out(n, 0, IN(2) ? IN(2)->dtype : MG_U8, &x->shape);
+    return 0;
+  case MG_OP_DequantizeLinear:
+    infer_out(n, 0, IN(1)->dtype ? IN(1)->dtype : MG_F32, &x->shape);
+    return 0;
+  case MG_OP_DynamicQuantizeLinear: {
+    mg_shape sc = {0};
+    infer_out(n, 0, MG_U8, &x->shape);
+    infer_out(n, 1, MG_F32, &sc);
+    infer_out(n, 2, MG_U8, &sc);
+    return 0;
+  }
+  case MG_OP_DFT: {
+    s = x->shape;
+    if (s.rank < 2) { infer_out(n, 0, x->dtype, NULL); return 0; }
+    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", 1), s.rank);
+    if (a < 0 || a >= s.rank - 1) return bad(c, n, "axis out of range");
+    int64_t len;
+    if (IN(1) && infer_const_ints(IN(1), &len, 1) == 1) s.d[a] = (mg_dim){len, NULL};
+    else if (IN(1)) s.d[a] = UNK;
+    if (mg_attr_int(n, "onesided", 0) && s.d[a].v >= 0) s.d[a].v = s.d[a].v / 2 + 1;
+    s.d[s.rank - 1] = (mg_dim){2, NULL};
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_STFT: {
+    int64_t step, flen = -1;
+    s = rank_unknown_dims(4);
+    if (x->shape.rank == 3) s.d[0] = x->shape.d[0];
+    if (IN(3) && infer_const_ints(IN(3), &flen, 1) != 1) flen = -1;
+    if (flen < 0 && IN(2) && IN(2)->shape.rank == 1) flen = IN(2)->shape.d[0].v;
+    if (infer_const_ints(IN(1), &step, 1) == 1 && step > 0 && flen > 0 && x->shape.rank == 3 &&
+        x->shape.d[1].v >= 0)
+      s.d[1] = (mg_dim){(x->shape.d[1].v - flen) / step + 1, NULL};
+    if (flen > 0) s.d[2] = (mg_dim){mg_attr_int(n, "onesided", 1) ? flen / 2 + 1 : flen, NULL};
+    s.d[3] = (mg_dim){2, NULL};
+    infer_out(n, 0, x->dtype, &s);
+    return 0;
+  }
+  case MG_OP_HannWindow:
+  case MG_OP_HammingWindow:
+  case MG_OP_BlackmanWindow: {
+    int64_t size;
+    s = rank_unknown_dims(1);
+    if (infer_const_ints(x, &size, 1) == 1) s.d[0] = (mg_dim){size, NULL};
+    infer_out(n, 0, attr_dtype(n, "output_datatype", MG_F32), &s);
+    return 0;
+  }
+  case MG_OP_MelWeightMatrix: {
+    int64_t bins, dft;
+    s = rank_unknown_dims(2);
+    if (infer_const_ints(IN(1), &dft, 1) == 1) s.d[0] = (mg_dim){dft / 2 + 1, NULL};
+    if (infer_const_ints(IN(0), &bins, 1) == 1) s.d[1] = (mg_dim){bins, NULL};
+    infer_out(n, 0, attr_dtype(n, "output_datatype", MG_F32), &s);
+    return 0;
+  }
+  case MG_OP_RandomNormal:
+  case MG_OP_RandomUniform: {
+    const int64_t *sh;
+    size_t ns = mg_attr_ints(n, "shape", &sh);
+    if (ns > MG_MAX_RANK) return bad(c, n, "rank too large");
+    s = (mg_shape){.rank = (int)ns};
+    for (size_t i = 0; i < ns; i++) s.d[i] = (mg_dim){sh[i], NULL};
+    infer_out(n, 0, attr_dtype(n, "dtype", MG_F32), &s);
+    return 0;
+  }
+  case MG_OP_RandomNormalLike:
+  case MG_OP_RandomUniformLike:
+  case MG_OP_Bernoulli:
+    infer_out(n, 0, attr_dtype(n, "dtype", x->dtype), &x->shape);
+    return 0;
+  case MG_OP_Multinomial:
+    s = (mg_shape){.rank = 2, .d = {x->shape.rank == 2 ? x->shape.d[0] : UNK,
+                                    {mg_attr_int(n, "sample_size", 1), NULL}}};
+    infer_out(n, 0, attr_dtype(n, "dtype", MG_I32), &s);
+    return 0;
+  case MG_OP_SoftmaxCrossEntropyLoss:
+  case MG_OP_NegativeLogLikelihoodLoss: {
+    const char *red = mg_attr_str(n, "reduction", "mean");
+    mg_shape sc = {0};
+    infer_out(n, 0, x->dtype, strcmp(red, "none") ? &sc : &IN(1)->shape);
+    infer_out(n, 1, x->dtype, &x->shape);
+    return 0;
+  }
+  case MG_OP_StringNormalizer:
+    s = x->shape;
+    if (s.rank >= 1) s.d[s.rank - 1] = UNK;
+    infer_out(n, 0, MG_STRING, s.rank >= 0 ? &s : NULL);
+    return 0;
+  case MG_OP_TfIdfVectorizer: {
+    const int64_t *idx;
+    size_t ni = mg_attr_ints(n, "ngram_indexes", &idx);
+    int64_t mx = -1;
+    for (size_t i = 0; i < ni; i++) mx = idx[i] > mx ? idx[i] : mx;
+    s = x->shape;
+    if (s.rank >= 1) s.d[s.rank - 1] = (mg_dim){mx + 1, NULL};
+    infer_out(n, 0, MG_F32, s.rank >= 0 ? &s : NULL);
+    return 0;
+  }
+  case MG_OP_If:
+  case MG_OP_Loop:
+  case MG_OP_Scan:
+  case MG_OP_SequenceMap:
+    return control_flow(c, n);
+  default:
+    return sequences(c, n);
+  }
+}

@@ -1,0 +1,214 @@
+#include "passes.h"
+#include <string.h>
+
+static int clear_uses(mg_graph *g, void *ctx) {
+  (void)ctx;
+  for (int i = 0; i < g->n_values; i++) g->values[i]->n_uses = 0;
+  return 0;
+}
+
+static int add_uses(mg_graph *g, void *ctx) {
+  (void)ctx;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i]->n_in; k++)
+      if (g->nodes[i]->in[k]) g->nodes[i]->in[k]->n_uses++;
+  for (int i = 0; i < g->n_outputs; i++) g->outputs[i]->n_uses++;
+  return 0;
+}
+
+void ir_count_uses(mg_model *m) {
+  mg_graph_walk(m->graph, clear_uses, NULL);
+  mg_graph_walk(m->graph, add_uses, NULL);
+}
+
+static void remove_marked(mg_graph *g, const char *dead) {
+  int k = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!dead[i]) {
+      g->nodes[k] = g->nodes[i];
+      g->nodes[k]->id = k;
+      k++;
+    }
+  g->n_nodes = k;
+}
+
+static int fold_graph(mg_graph *g, void *ctx) {
+  int *changed = ctx;
+  char *dead = mg_calloc((size_t)g->n_nodes + 1, 1);
+  if (!dead) return -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    mg_node *n = g->nodes[i];
+    int all = n->n_out > 0 && n->op != MG_OP_UNKNOWN;
+    for (int k = 0; k < n->n_out; k++)
+      if (n->out[k] && !n->out[k]->data) all = 0;
+    if (!all) continue;
+    for (int k = 0; k < n->n_out; k++)
+      if (n->out[k]) {
+        n->out[k]->kind = MG_V_CONST;
+        n->out[k]->producer = NULL;
+      }
+    dead[i] = 1;
+    (*changed)++;
+  }
+  remove_marked(g, dead);
+  mg_free(dead);
+  return 0;
+}
+
+int pass_fold_constants(mg_model *m) {
+  int changed = 0;
+  return mg_graph_walk(m->graph, fold_graph, &changed) ? -1 : changed;
+}
+
+typedef struct {
+  const mg_value *from;
+  mg_value *to;
+} replace_ctx;
+
+static int replace_in_graph(mg_graph *g, void *ctx) {
+  replace_ctx *r = ctx;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i]->n_in; k++)
+      if (g->nodes[i]->in[k] == r->from) g->nodes[i]->in[k] = r->to;
+  return 0;
+}
+
+static int is_graph_output(const mg_graph *g, const mg_value *v) {
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i] == v) return 1;
+  return 0;
+}
+
+static int identity_graph(mg_graph *g, void *ctx) {
+  int *changed = ctx;
+  char *dead = mg_calloc((size_t)g->n_nodes + 1, 1);
+  if (!dead) return -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    mg_node *n = g->nodes[i];
+    int bypass = n->op == MG_OP_Identity && n->in[0] && n->in[0]->vtype == MG_VT_TENSOR;
+    if (n->op == MG_OP_Dropout && n->in[0]) {
+      int training = n->n_in > 2 && n->in[2];
+      int mask_used = n->n_out > 1 && n->out[1] && n->out[1]->n_uses;
+      bypass = !training && !mask_used;
+    }
+    if (!bypass || !n->out[0] || is_graph_output(g, n->out[0])) continue;
+    replace_ctx r = {n->out[0], n->in[0]};
+    mg_graph_walk(g, replace_in_graph, &r);
+    dead[i] = 1;
+    (*changed)++;
+  }
+  remove_marked(g, dead);
+  mg_free(dead);
+  return 0;
+}
+
+int pass_eliminate_identity(mg_model *m) {
+  int changed = 0;
+  ir_count_uses(m);
+  int r = mg_graph_walk(m->graph, identity_graph, &changed);
+  ir_count_uses(m);
+  return r ? -1 : changed;
+}
+
+/* Live-ness: a node is live if any output is used by a live consumer or is a
+ * graph output. Walking nodes backwards in topological order settles it in one
+ * pass per graph; uses from subgraphs count through n_uses of live nodes. */
+static int dce_graph(mg_graph *g, void *ctx) {
+  int *changed = ctx;
+  char *dead = mg_calloc((size_t)g->n_nodes + 1, 1);
+  if (!dead) return -1;
+  for (int i = g->n_nodes - 1; i >= 0; i--) {
+    mg_node *n = g->nodes[i];
+    int live = 0;
+    for (int k = 0; k < n->n_out; k++)
+      if (n->out[k] && n->out[k]->n_uses) live = 1;
+    if (n->op == MG_OP_UNKNOWN) live = 1; /* unknown ops may have effects we cannot see */
+    if (live) continue;
+    dead[i] = 1;
+    (*changed)++;
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k]) n->in[k]->n_uses--;
+  }
+  remove_marked(g, dead);
+  mg_free(dead);
+  return 0;
+}
+
+int pass_dce(mg_model *m) {
+  int changed = 0;
+  ir_count_uses(m);
+  int r = mg_graph_walk(m->graph, dce_graph, &changed);
+  ir_count_uses(m);
+  return r ? -1 : changed;
+}
+
+/* ---- verifier ---- */
+
+typedef struct {
+  mg_diags *d;
+  int bad;
+} verify_ctx;
+
+static void broken(verify_ctx *v, const mg_node *n, const char *what) {
+  mg_error(v->d, GRAPH, n ? n->name : NULL, n ? n->op_type : NULL, "IR invariant broken: %s", what);
+  v->bad = 1;
+}
+
+static int visible(const mg_graph *g, const mg_value *x) {
+  for (; g; g = g->parent)
+    if (x->id >= 0 && x->id < g->n_values && g->values[x->id] == x) return 1;
+  return 0;
+}
+
+static int verify_graph(mg_graph *g, void *ctx) {
+  verify_ctx *v = ctx;
+  for (int i = 0; i < g->n_nodes; i++) {
+    mg_node *n = g->nodes[i];
+    if (n->graph != g || n->id != i) broken(v, n, "node's graph or index is stale");
+    const mg_op_info *info = mg_op_get(n->op);
+    if (n->op != MG_OP_UNKNOWN &&
+        (n->n_in < info->min_in || (info->max_in >= 0 && n->n_in > info->max_in)))
+      broken(v, n, "input count outside ops.def's range");
+    for (int k = 0; k < n->n_in; k++) {
+      const mg_value *x = n->in[k];
+      if (!x) continue;
+      if (!visible(g, x)) broken(v, n, "reads a value outside its scope");
+      else if (x->producer && x->producer->graph == g && x->producer->id >= i)
+        broken(v, n, "reads a value produced later (not topological)");
+      else if (x->kind == MG_V_NODE && !x->producer)
+        broken(v, n, "reads a node value that has no producer");
+    }
+    for (int k = 0; k < n->n_out; k++)
+      if (n->out[k] && (n->out[k]->producer != n || n->out[k]->producer_slot != k))
+        broken(v, n, "output's producer does not point back");
+  }
+  for (int i = 0; i < g->n_outputs; i++)
+    if (!visible(g, g->outputs[i])) broken(v, NULL, "graph output outside scope");
+  return 0;
+}
+
+int ir_verify(mg_model *m, mg_diags *d) {
+  verify_ctx v = {d, 0};
+  mg_graph_walk(m->graph, verify_graph, &v);
+  return v.bad ? -1 : 0;
+}
+
+#ifdef NDEBUG
+#define VERIFY(m, d) 0
+#else
+#define VERIFY(m, d) ir_verify(m, d)
+#endif
+
+int mg_prepare(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d) {
+  if (VERIFY(m, d)) return -1;
+  /* Identity first: an Identity that aliases a weight must not be folded into a
+   * copy of it, and weight binding follows the alias to the real initializer. */
+  if (pass_eliminate_identity(m) < 0 || VERIFY(m, d)) goto fail;
+  if (ir_infer_shapes(m, ov, n_ov, d)) return -1;
+  if (pass_fold_constants(m) < 0 || VERIFY(m, d)) goto fail;
+  if (pass_dce(m) < 0 || VERIFY(m, d)) goto fail;
+  return 0;
+fail:
+  if (!d->errors) mg_error(d, OOM, NULL, NULL, "out of memory in a graph pass");
+  return -1;
+}

@@ -1,0 +1,26 @@
+/* Graph passes and the verifier that runs between them. Each pass takes the model,
+ * keeps every invariant listed in ir.h, and returns the number of nodes it
+ * changed (or -1 on allocation failure). */
+#ifndef MG_PASSES_H
+#define MG_PASSES_H
+#include "infer.h"
+
+/* Nodes whose outputs all became constants during inference are removed; their
+ * outputs turn into MG_V_CONST values. */
+int pass_fold_constants(mg_model *m);
+/* Identity nodes (and inference-mode Dropout without a used mask) are bypassed,
+ * except where the output is a graph output, whose name must survive. */
+int pass_eliminate_identity(mg_model *m);
+/* Removes nodes whose outputs reach no graph output, and constants nobody reads. */
+int pass_dce(mg_model *m);
+/* Recomputes n_uses of every value. */
+void ir_count_uses(mg_model *m);
+
+/* Checks the invariants of ir.h; records a diagnostic per violation (code GRAPH,
+ * message naming the broken invariant) and returns -1 if any. */
+int ir_verify(mg_model *m, mg_diags *d);
+
+/* The whole preparation pipeline every command runs after import: inference, then
+ * the passes, with ir_verify between them in debug builds. */
+int mg_prepare(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d);
+#endif

@@ -1,0 +1,36 @@
+#!/bin/bash
+# The whole test suite, as `make test` runs it: unit tests (ctest) in the normal and
+# the ASan+UBSan build, then the end-to-end suites, then a 60-second fuzz smoke.
+# usage: tests/run_all.sh BUILD_DIR ASAN_BUILD_DIR
+# Ends with "N passed, N failed" counting suites; exits 1 if any suite failed.
+set -u
+BUILD=${1:-build}
+ASAN=${2:-build-asan}
+cd "$(dirname "$0")/.."
+passed=0 failed=0 failed_names=()
+
+suite() { # name command...
+  local name=$1; shift
+  local start=$SECONDS
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1)); echo "--- $name: ok ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1)); failed_names+=("$name"); echo "--- $name: FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+suite "unit tests" bash -c "cd $BUILD && ctest --output-on-failure -j2"
+suite "unit tests (ASan+UBSan)" bash -c \
+  "cd $ASAN && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2"
+suite "inspect every conformance model" bash ../shared/acceptance/inspect-all.sh "$BUILD/migc"
+suite "inspect every conformance model (ASan+UBSan)" bash ../shared/acceptance/inspect-all.sh "$ASAN/migc"
+[ -f tests/e2e/bad_inputs.sh ] && suite "bad input exits 2" bash tests/e2e/bad_inputs.sh "$BUILD/migc"
+suite "shape inference agrees with declared shapes" bash tests/e2e/shape_agreement.sh "$BUILD/migc"
+suite "torchvision exports: import and static shapes" bash tests/e2e/torchvision_inspect.sh "$BUILD/migc"
+[ -f tests/fuzz/run.sh ] && suite "fuzz smoke (60 s)" bash tests/fuzz/run.sh 60
+
+echo
+[ $failed -gt 0 ] && echo "failed suites: ${failed_names[*]}"
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
