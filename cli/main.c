@@ -9,6 +9,8 @@ static const struct {
   const char *summary;
 } commands[] = {
     {"inspect", cmd_inspect, "graph summary: opsets, op histogram, inputs/outputs, params"},
+    {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},
+    {"conformance", cmd_conformance, "run ONNX backend test folders; N passed, N failed, N skipped"},
 };
 
 static void usage(FILE *f) {

@@ -371,29 +371,38 @@ int fold_node(mg_node *n) {
     goto done;
   }
   case MG_OP_Slice: {
-    if (x[0].shape.rank != 1) goto done; /* shape arithmetic slices vectors */
-    int64_t dim = x[0].shape.d[0].v, start = geti(&x[1], 0), end = geti(&x[2], 0), step = 1;
-    if (n->n_in > 4 && n->in[4]) step = geti(&x[4], 0);
-    if (step == 0) goto done;
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    if (step > 0) {
-      start = start < 0 ? 0 : start > dim ? dim : start;
-      end = end < 0 ? 0 : end > dim ? dim : end;
-    } else {
-      start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
-      end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
+    /* Per axis: first index and step; other axes run whole. */
+    const mg_shape *xs = &x[0].shape;
+    int64_t first[MG_MAX_RANK], step[MG_MAX_RANK];
+    for (int d = 0; d < xs->rank; d++) first[d] = 0, step[d] = 1;
+    int64_t ns = x[1].n;
+    for (int64_t k = 0; k < ns; k++) {
+      int64_t a = nin > 3 && n->in[3] ? geti(&x[3], k) : k;
+      if (a < 0) a += xs->rank;
+      if (a < 0 || a >= xs->rank) goto done;
+      int64_t dim = xs->d[a].v, b = geti(&x[1], k), st = nin > 4 && n->in[4] ? geti(&x[4], k) : 1;
+      if (st == 0) goto done;
+      if (b < 0) b += dim;
+      b = st > 0 ? (b < 0 ? 0 : b > dim ? dim : b) : (b < 0 ? -1 : b > dim - 1 ? dim - 1 : b);
+      first[a] = b;
+      step[a] = st;
     }
+    int64_t strides[MG_MAX_RANK], acc = 1;
+    for (int d = xs->rank - 1; d >= 0; d--) strides[d] = acc, acc *= xs->d[d].v;
     int64_t *ri = mg_arena_alloc(&scratch, sizeof(int64_t) * (size_t)(cnt + 1));
     double *rf = mg_arena_alloc(&scratch, sizeof(double) * (size_t)(cnt + 1));
     if (!ri || !rf) { rc = -1; goto done; }
-    int64_t k = 0;
-    for (int64_t j = start; step > 0 ? j < end : j > end; j += step) {
-      if (k >= cnt) goto done;
-      rf[k] = getf(&x[0], j);
-      ri[k++] = geti(&x[0], j);
+    for (int64_t k = 0; k < cnt; k++) {
+      int64_t rem = k, off = 0;
+      for (int d = o->shape.rank - 1; d >= 0; d--) {
+        int64_t coord = rem % o->shape.d[d].v;
+        rem /= o->shape.d[d].v;
+        off += (first[d] + coord * step[d]) * strides[d];
+      }
+      if (off < 0 || off >= x[0].n) goto done;
+      rf[k] = getf(&x[0], off);
+      ri[k] = geti(&x[0], off);
     }
-    if (k != cnt) goto done;
     rc = store(out, o, x[0].is_float ? NULL : ri, x[0].is_float ? rf : NULL, cnt);
     goto done;
   }

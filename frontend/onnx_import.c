@@ -1142,3 +1142,51 @@ int onnx_import(const char *path, mg_diags *d, mg_model **out) {
   d->file = saved;
   return rc;
 }
+
+int onnx_read_tensor(const char *path, mg_model *m, mg_value **out, mg_diags *d) {
+  *out = NULL;
+  const char *saved = d->file;
+  d->file = path;
+  int rc = -1;
+  FILE *f = fopen(path, "rb");
+  unsigned char *buf = NULL;
+  Onnx__TensorProto *t = NULL;
+  if (!f) {
+    mg_error(d, IO, NULL, NULL, "cannot open: %s", strerror(errno));
+    goto done;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    mg_error(d, IO, NULL, NULL, "not a regular file");
+    goto done;
+  }
+  buf = mg_malloc((size_t)st.st_size + 1);
+  if (!buf || fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+    mg_error(d, IO, NULL, NULL, "cannot read");
+    goto done;
+  }
+  t = onnx__tensor_proto__unpack(&pb_allocator, (size_t)st.st_size, buf);
+  if (!t) {
+    mg_error(d, MALFORMED, NULL, NULL, "not a serialised onnx.TensorProto");
+    goto done;
+  }
+  import_ctx c = {.m = m, .d = d};
+  mg_value *v = mg_value_detached(m, t->name ? t->name : "");
+  if (!v) {
+    mg_error(d, OOM, NULL, NULL, "out of memory");
+    goto done;
+  }
+  v->kind = MG_V_CONST;
+  if (import_tensor(&c, t, v, NULL)) {
+    if (c.oom) mg_error(d, OOM, NULL, NULL, "out of memory");
+    goto done;
+  }
+  *out = v;
+  rc = 0;
+done:
+  if (t) onnx__tensor_proto__free_unpacked(t, &pb_allocator);
+  mg_free(buf);
+  if (f) fclose(f);
+  d->file = saved;
+  return rc;
+}

@@ -17,4 +17,7 @@ int onnx_import(const char *path, mg_diags *d, mg_model **out);
  * External data is resolved relative to base_dir (NULL: external data is an error). */
 int onnx_import_buffer(const void *buf, size_t len, const char *base_dir, mg_diags *d,
                        mg_model **out);
+/* Reads a serialised onnx.TensorProto (a conformance test's input_0.pb) into a new
+ * detached constant value whose data lives in m's arena. 0 on success. */
+int onnx_read_tensor(const char *path, mg_model *m, mg_value **out, mg_diags *d);
 #endif

@@ -156,9 +156,10 @@ if [ "${#artifacts[@]}" -gt 0 ]; then
       n_repro=$((n_repro + 1))
       report=$(timeout 120 "$FUZZER" -timeout=10 -rss_limit_mb=2048 "$a" 2>&1)
       printf '%s\n' "$report" >"$a.report"
-      what=$(printf '%s\n' "$report" | grep -m1 -oE 'fuzz_onnx_import: [^/].*|runtime error: [a-z -]+|ERROR: AddressSanitizer: [a-z-]+|ERROR: LeakSanitizer: [a-z ]+|ERROR: libFuzzer: [a-z -]+')
-      where=$(printf '%s\n' "$report" | grep -E '^ +#[0-9]+ ' |
-        grep -E '/(core|frontend|verify|cli)/' | grep -v '/core/arena\.c' |
+      what=$(printf '%s\n' "$report" | grep -a -m1 -oE '^fuzz_onnx_import: .*|runtime error: .*|ERROR: AddressSanitizer: [a-z-]+|ERROR: LeakSanitizer: [a-z ]+|ERROR: libFuzzer: [a-z -]+' |
+        sed -E 's/[0-9][0-9a-fx.e+-]*/N/g' | cut -c1-90)
+      where=$(printf '%s\n' "$report" | grep -a -E '^ +#[0-9]+ ' |
+        grep -a -E '/(core|frontend|verify|cli)/' | grep -a -v '/core/arena\.c' |
         head -n 1 | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ //')
       sig="$kind: ${what:-no report} @ ${where:-?}"
     fi
@@ -178,7 +179,10 @@ if [ "${#artifacts[@]}" -gt 0 ]; then
     echo "   first: $a ($(stat -c %s "$a") bytes)"
     echo "   reproduce: $FUZZER $a   (or: build/migc inspect $a)"
     if [ -f "$a.report" ]; then
-      grep -v -E '^(INFO|Running|Executed|MS:|\*\*\*)|^$|(libFuzzer|fuzzer::|__sanitizer|__ubsan|__asan|__lsan|libc_start|_start |pthread_kill|raise\.c|abort\.c|\+0x[0-9a-f]+\) \(BuildId)' "$a.report" |
+      # After a sanitizer's own report, libFuzzer's "deadly signal" trace repeats it.
+      awk '/runtime error|ERROR: (Address|Leak)Sanitizer/ { seen = 1 }
+           /ERROR: libFuzzer: deadly signal/ && seen { exit } { print }' "$a.report" |
+        grep -a -v -E '^(INFO|Executed|MS:|\*\*\*)|^$|: Running 1 inputs|^ +#[0-9]+ .*(fuzzer::|__sanitizer|__ubsan|__asan|__lsan|__interceptor|libc_start|_start |pthread_kill|raise\.c|abort\.c|\+0x[0-9a-f]+\) \(BuildId)' |
         head -n 30 | sed 's/^/   | /'
     fi
   done
