@@ -130,8 +130,10 @@ if [ -n "$last" ]; then
       if ($i == "exec/s") eps = $(i + 1)
       if ($i == "time:") t = $(i + 1)
     }
-    printf "   total execs %d, exec/s %s, coverage %s edges (%s features), corpus %s, time %s\n",
-           execs, eps, cov, ft, corp, t
+    # the exec/s of fork mode is that of the last job; the run average is execs/time
+    secs = t + 0
+    printf "   total execs %d, exec/s %d (run average; last job %s), coverage %s edges (%s features), corpus %s, time %s\n",
+           execs, (secs > 0 ? execs / secs : 0), eps, cov, ft, corp, t
   }'
 else
   echo "== no stats line in $LOG; its end:"
