@@ -133,7 +133,17 @@ static double elem(const mg_array *a, int64_t k) {
 }
 
 /* Compares got against want; on mismatch writes a reason and returns 1. */
+static int compare(const conf_ctx *cc, const mg_array *got, const mg_array *want, char *why, size_t n);
 static int compare(const conf_ctx *cc, const mg_array *got, const mg_array *want, char *why, size_t n) {
+  if ((got->dtype == MG_C64 || got->dtype == MG_C128) && got->rank < MG_ARRAY_MAX_RANK &&
+      want->rank < MG_ARRAY_MAX_RANK) {
+    /* compare complex tensors as pairs of reals */
+    mg_array g = *got, w = *want;
+    g.dtype = w.dtype = got->dtype == MG_C64 ? MG_F32 : MG_F64;
+    g.dims[g.rank++] = 2;
+    w.dims[w.rank++] = 2;
+    if (got->dtype == want->dtype) return compare(cc, &g, &w, why, n);
+  }
   if (got->dtype != want->dtype) {
     snprintf(why, n, "dtype %s, expected %s", mg_dtype_name(got->dtype), mg_dtype_name(want->dtype));
     return 1;

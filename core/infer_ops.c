@@ -22,7 +22,8 @@ static int bad(infer_ctx *c, mg_node *n, const char *msg) {
 }
 
 static mg_dim dim_mul(mg_dim a, mg_dim b) {
-  if (a.v >= 0 && b.v >= 0) return (mg_dim){a.v * b.v, NULL};
+  int64_t r;
+  if (a.v >= 0 && b.v >= 0) return mg_mul_i64(a.v, b.v, &r) ? (mg_dim){r, NULL} : UNK;
   if (a.v == 1) return b;
   if (b.v == 1) return a;
   return UNK;
@@ -1266,15 +1267,16 @@ int infer_own(infer_ctx *c, mg_node *n) {
   case MG_OP_DepthToSpace:
   case MG_OP_SpaceToDepth: {
     int64_t b = mg_attr_int(n, "blocksize", 0);
-    if (b <= 0) return bad(c, n, "blocksize must be positive");
+    int64_t bb;
+    if (b <= 0 || !mg_mul_i64(b, b, &bb)) return bad(c, n, "blocksize must be positive and small");
     if (x->shape.rank != 4) { infer_out(n, 0, x->dtype, x->shape.rank < 0 ? NULL : &x->shape); return 0; }
     s = x->shape;
     if (n->op == MG_OP_DepthToSpace) {
-      s.d[1] = dim_div(s.d[1], b * b);
+      s.d[1] = dim_div(s.d[1], bb);
       s.d[2] = dim_mul(s.d[2], (mg_dim){b, NULL});
       s.d[3] = dim_mul(s.d[3], (mg_dim){b, NULL});
     } else {
-      s.d[1] = dim_mul(s.d[1], (mg_dim){b * b, NULL});
+      s.d[1] = dim_mul(s.d[1], (mg_dim){bb, NULL});
       s.d[2] = dim_div(s.d[2], b);
       s.d[3] = dim_div(s.d[3], b);
     }
