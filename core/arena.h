@@ -42,5 +42,16 @@ void mg_arena_destroy(mg_arena *a);
 
 /* Overflow-checked size arithmetic: return 0 on overflow, else 1 and the result. */
 int mg_mul_size(size_t a, size_t b, size_t *out);
-int mg_mul_i64(int64_t a, int64_t b, int64_t *out);
+int mg_mul_i64(int64_t a, int64_t b, int64_t *out); /* non-negative operands only */
+/* Signed arithmetic that reports overflow instead of invoking undefined behaviour. */
+static inline int mg_add_ovf(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+static inline int mg_sub_ovf(int64_t a, int64_t b, int64_t *out) { return !__builtin_sub_overflow(a, b, out); }
+static inline int mg_mul_ovf(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+/* double -> int64 that saturates (NaN gives 0) instead of invoking undefined behaviour. */
+static inline int64_t mg_f2i(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
 #endif

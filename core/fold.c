@@ -40,7 +40,7 @@ static int load(mg_arena *a, const mg_value *v, num *x) {
 }
 
 static double getf(const num *x, int64_t k) { return x->is_float ? x->f[k] : (double)x->i[k]; }
-static int64_t geti(const num *x, int64_t k) { return x->is_float ? (int64_t)x->f[k] : x->i[k]; }
+static int64_t geti(const num *x, int64_t k) { return x->is_float ? mg_f2i(x->f[k]) : x->i[k]; }
 
 /* Writes numbers into v's data in v's dtype. */
 static int store(mg_arena *a, mg_value *v, const int64_t *iv, const double *fv, int64_t n) {
@@ -50,7 +50,7 @@ static int store(mg_arena *a, mg_value *v, const int64_t *iv, const double *fv, 
   for (int64_t k = 0; k < n; k++) {
     unsigned char *e = out + (size_t)k * es;
     double f = fv ? fv[k] : (double)iv[k];
-    int64_t i = iv ? iv[k] : (int64_t)fv[k];
+    int64_t i = iv ? iv[k] : mg_f2i(fv[k]);
     switch (v->dtype) {
     case MG_F32: { float t = (float)f; memcpy(e, &t, 4); break; }
     case MG_F64: memcpy(e, &f, 8); break;
@@ -111,7 +111,7 @@ static int fold_binary(mg_arena *a, mg_node *n, num *x, num *y) {
       default: return 0;
       }
       rf[k] = r;
-      ri[k] = (int64_t)r;
+      ri[k] = mg_f2i(r);
     } else {
       int64_t p = geti(x, ix), q = geti(y, iy), r;
       switch (n->op) {
@@ -169,7 +169,7 @@ static int fold_unary(mg_arena *a, mg_node *n, num *x) {
       default: return 0;
       }
       rf[k] = r;
-      ri[k] = isfinite(r) ? (int64_t)r : 0;
+      ri[k] = isfinite(r) ? mg_f2i(r) : 0;
       if (n->op == MG_OP_Cast && !out_float && !isfinite(r)) return 0;
     } else {
       int64_t p = x->i[k], r;
@@ -397,7 +397,10 @@ int fold_node(mg_node *n) {
       for (int d = o->shape.rank - 1; d >= 0; d--) {
         int64_t coord = rem % o->shape.d[d].v;
         rem /= o->shape.d[d].v;
-        off += (first[d] + coord * step[d]) * strides[d];
+        int64_t pos, part;
+        if (!mg_mul_ovf(coord, step[d], &pos) || !mg_add_ovf(pos, first[d], &pos) ||
+            !mg_mul_ovf(pos, strides[d], &part) || !mg_add_ovf(off, part, &off))
+          goto done;
       }
       if (off < 0 || off >= x[0].n) goto done;
       rf[k] = getf(&x[0], off);
@@ -412,7 +415,7 @@ int fold_node(mg_node *n) {
     if (!ri || !rf) { rc = -1; goto done; }
     for (int64_t k = 0; k < cnt; k++) {
       rf[k] = getf(&x[0], 0) + (double)k * getf(&x[2], 0);
-      ri[k] = geti(&x[0], 0) + k * geti(&x[2], 0);
+      ri[k] = (int64_t)((uint64_t)geti(&x[0], 0) + (uint64_t)k * (uint64_t)geti(&x[2], 0));
     }
     rc = store(out, o, x[0].is_float ? NULL : ri, x[0].is_float ? rf : NULL, cnt);
     goto done;

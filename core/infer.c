@@ -54,6 +54,10 @@ void infer_out(mg_node *n, int i, mg_dtype dt, const mg_shape *s) {
   v->vtype = MG_VT_TENSOR;
   if (s) v->shape = *s;
   else v->shape.rank = -1;
+  /* A dim computed beyond MG_DIM_MAX (hostile attributes or constants) becomes
+   * unknown, so later shape arithmetic stays bounded; the run-time check rejects it. */
+  for (int k = 0; k < v->shape.rank; k++)
+    if (v->shape.d[k].v > MG_DIM_MAX) v->shape.d[k] = (mg_dim){-1, NULL};
 }
 
 mg_dim infer_dim_unknown(void) { return (mg_dim){-1, NULL}; }
@@ -195,8 +199,9 @@ int infer_node(infer_ctx *c, mg_node *n) {
       }
     return 0;
   }
+  /* Loop's M and cond are the only required-position inputs ONNX lets be empty. */
   for (int i = 0; i < mg_op_get(n->op)->min_in && i < n->n_in; i++)
-    if (!n->in[i]) {
+    if (!n->in[i] && n->op != MG_OP_Loop) {
       mg_error(c->d, INVALID, n->name, n->op_type, "required input %d is missing", i);
       return -1;
     }

@@ -51,12 +51,15 @@ int infer_binary_elems(infer_ctx *c, mg_node *n) {
     int kx = x.v != MG_UNKNOWN_ELEM, ky = y.v != MG_UNKNOWN_ELEM;
     r[i] = (mg_dim){MG_UNKNOWN_ELEM, NULL};
     if (kx && ky) {
+      int64_t v;
+      int ok;
       switch (n->op) {
-      case MG_OP_Add: r[i].v = x.v + y.v; break;
-      case MG_OP_Sub: r[i].v = x.v - y.v; break;
-      case MG_OP_Mul: r[i].v = x.v * y.v; break;
-      default: if (y.v) r[i].v = x.v / y.v; break;
+      case MG_OP_Add: ok = mg_add_ovf(x.v, y.v, &v); break;
+      case MG_OP_Sub: ok = mg_sub_ovf(x.v, y.v, &v); break;
+      case MG_OP_Mul: ok = mg_mul_ovf(x.v, y.v, &v); break;
+      default: ok = y.v && !(x.v == INT64_MIN && y.v == -1); v = ok ? x.v / y.v : 0; break;
       }
+      if (ok && v != MG_UNKNOWN_ELEM) r[i].v = v;
     } else if (!kx && ky && ((n->op == MG_OP_Mul || n->op == MG_OP_Div) ? y.v == 1 : y.v == 0)) {
       r[i] = x;
     } else if (kx && !ky && ((n->op == MG_OP_Mul && x.v == 1) || (n->op == MG_OP_Add && x.v == 0))) {
@@ -121,7 +124,11 @@ static int conv_like(infer_ctx *c, mg_node *n, const mg_value *x, const mg_value
   s.d[1] = channels;
   for (int i = 0; i < sp; i++) {
     int64_t stv = ns ? st[i] : 1, dv = nd ? dl[i] : 1;
-    if (stv <= 0 || dv <= 0 || kernel[i] <= 0) return bad(c, n, "non-positive kernel, stride or dilation");
+    const int64_t lim = (int64_t)1 << 31;
+    if (stv <= 0 || dv <= 0 || kernel[i] <= 0 || stv > lim || dv > lim || kernel[i] > lim)
+      return bad(c, n, "kernel, stride and dilation must be in 1..2^31");
+    if (np && (pd[i] < 0 || pd[i] > lim || pd[i + sp] < 0 || pd[i + sp] > lim))
+      return bad(c, n, "pads must be in 0..2^31");
     s.d[i + 2] = window_out(x->shape.d[i + 2], kernel[i], stv, dv, np ? pd[i] : 0,
                             np ? pd[i + sp] : 0, ap, ceil_mode);
   }
@@ -134,7 +141,7 @@ static int conv_transpose(infer_ctx *c, mg_node *n) {
   const mg_value *x = X0, *w = IN(1);
   (void)c;
   int64_t group = mg_attr_int(n, "group", 1);
-  mg_dim ch = w->shape.rank >= 2 ? dim_mul(w->shape.d[1], (mg_dim){group, NULL}) : UNK;
+  mg_dim ch = w->shape.rank >= 2 && group > 0 ? dim_mul(w->shape.d[1], (mg_dim){group, NULL}) : UNK;
   if (x->shape.rank < 0) {
     infer_out(n, 0, x->dtype, NULL);
     return 0;
@@ -154,10 +161,15 @@ static int conv_transpose(infer_ctx *c, mg_node *n) {
     mg_dim in = x->shape.d[i + 2];
     if (nos) s.d[i + 2] = (mg_dim){os[nos - (size_t)sp + (size_t)i], NULL};
     else if (in.v < 0 || k < 0) s.d[i + 2] = UNK;
-    else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) s.d[i + 2] = (mg_dim){in.v * stv, NULL};
+    else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+      int64_t r;
+      s.d[i + 2] = mg_mul_ovf(in.v, stv, &r) ? (mg_dim){r, NULL} : UNK;
+    }
     else {
-      int64_t pb = np ? pd[i] : 0, pe = np ? pd[i + sp] : 0;
-      s.d[i + 2] = (mg_dim){stv * (in.v - 1) + opv + (k - 1) * dv + 1 - pb - pe, NULL};
+      int64_t pb = np ? pd[i] : 0, pe = np ? pd[i + sp] : 0, a, b, r;
+      int ok = mg_mul_ovf(stv, in.v - 1, &a) && mg_mul_ovf(k - 1, dv, &b) && mg_add_ovf(a, b, &r) &&
+               mg_add_ovf(r, opv + 1, &r) && mg_sub_ovf(r, pb, &r) && mg_sub_ovf(r, pe, &r);
+      s.d[i + 2] = ok && r >= 0 ? (mg_dim){r, NULL} : UNK;
     }
   }
   infer_out(n, 0, x->dtype, &s);
@@ -248,6 +260,7 @@ static int einsum(infer_ctx *c, mg_node *n) {
       if (*p == ' ') continue;
       if (*p == '.') {
         if (p[1] == '.' && p[2] == '.') {
+          if (out.rank + ell.rank > MG_MAX_RANK) return bad(c, n, "output rank too large");
           for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
           p += 2;
         }
@@ -261,7 +274,10 @@ static int einsum(infer_ctx *c, mg_node *n) {
   } else { /* implicit output: ellipsis, then letters seen once, alphabetically */
     for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
     for (int ch = 0; ch < 128; ch++)
-      if (counts[ch] == 1) out.d[out.rank++] = letter[ch];
+      if (counts[ch] == 1) {
+        if (out.rank >= MG_MAX_RANK) return bad(c, n, "output rank too large");
+        out.d[out.rank++] = letter[ch];
+      }
   }
   infer_out(n, 0, X0->dtype, &out);
   return 0;
@@ -326,8 +342,7 @@ static int reshape(infer_ctx *c, mg_node *n) {
     int known = total >= 0;
     for (int i = 0; i < ne && known; i++)
       if (i != infer_at) {
-        if (s.d[i].v < 0) known = 0;
-        else rest *= s.d[i].v;
+        if (s.d[i].v < 0 || !mg_mul_i64(rest, s.d[i].v, &rest)) known = 0;
       }
     if (known && rest > 0) {
       if (total % rest) return bad(c, n, "element count does not divide the target shape");
@@ -338,14 +353,14 @@ static int reshape(infer_ctx *c, mg_node *n) {
       const char *xsym = NULL;
       int xsyms = 0, ok = 1;
       for (int i = 0; i < x->shape.rank; i++) {
-        if (x->shape.d[i].v >= 0) xk *= x->shape.d[i].v;
+        if (x->shape.d[i].v >= 0) ok &= mg_mul_i64(xk, x->shape.d[i].v, &xk);
         else if (x->shape.d[i].sym) { xsyms++; xsym = x->shape.d[i].sym; }
         else ok = 0;
       }
       int tsyms = 0;
       for (int i = 0; i < ne; i++) {
         if (i == infer_at) continue;
-        if (s.d[i].v >= 0) tk *= s.d[i].v;
+        if (s.d[i].v >= 0) ok &= mg_mul_i64(tk, s.d[i].v, &tk);
         else if (s.d[i].sym && xsym && !strcmp(s.d[i].sym, xsym)) tsyms++;
         else ok = 0;
       }
@@ -542,7 +557,12 @@ static int slice(infer_ctx *c, mg_node *n) {
   int nst = IN(4) ? infer_const_ints(IN(4), sp, MG_MAX_RANK) : -2;
   mg_shape s = x->shape;
   if (ns < 0 || ne < 0 || na == -1 || nst == -1) {
-    if (na >= 0) for (int i = 0; i < na; i++) s.d[infer_norm_axis(ax[i], s.rank)] = UNK;
+    if (na >= 0)
+      for (int i = 0; i < na; i++) {
+        int64_t a = infer_norm_axis(ax[i], s.rank);
+        if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
+        s.d[a] = UNK;
+      }
     else for (int i = 0; i < s.rank; i++) s.d[i] = UNK;
     infer_out(n, 0, x->dtype, &s);
     return 0;
@@ -568,11 +588,12 @@ static int slice(infer_ctx *c, mg_node *n) {
     if (step > 0) {
       b = b < 0 ? 0 : b > dim ? dim : b;
       f = f < 0 ? 0 : f > dim ? dim : f;
-      len = f > b ? (f - b + step - 1) / step : 0;
+      len = f > b ? (f - b - 1) / step + 1 : 0;
     } else {
       b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
       f = f < -1 ? -1 : f > dim - 1 ? dim - 1 : f;
-      len = b > f ? (b - f + (-step) - 1) / (-step) : 0;
+      /* -step overflows for INT64_MIN; any step that large takes one element */
+      len = b > f ? (step == INT64_MIN ? 1 : (b - f - 1) / (-step) + 1) : 0;
     }
     s.d[a] = (mg_dim){len, NULL};
     if (a == 0) from = b, step1 = step, cnt = len;
@@ -606,7 +627,9 @@ static int pad(infer_ctx *c, mg_node *n) {
   for (int i = 0; i < k; i++) {
     int64_t a = na >= 0 ? infer_norm_axis(ax[i], s.rank) : i;
     if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
-    if (s.d[a].v >= 0) s.d[a].v += p[i] + p[i + k];
+    int64_t r;
+    if (s.d[a].v >= 0 && mg_add_ovf(s.d[a].v, p[i], &r) && mg_add_ovf(r, p[i + k], &r) && r >= 0)
+      s.d[a].v = r;
     else s.d[a] = UNK;
   }
   infer_out(n, 0, x->dtype, &s);
@@ -641,7 +664,11 @@ static int resize(infer_ctx *c, mg_node *n) {
   int r = x->shape.rank;
   int64_t axes[MG_MAX_RANK];
   int k = nax ? (int)nax : r;
-  for (int i = 0; i < k; i++) axes[i] = nax ? infer_norm_axis(axes_attr[i], r) : i;
+  if (k > MG_MAX_RANK) return bad(c, n, "too many axes");
+  for (int i = 0; i < k; i++) {
+    axes[i] = nax ? infer_norm_axis(axes_attr[i], r) : i;
+    if (axes[i] < 0 || axes[i] >= r) return bad(c, n, "axis out of range");
+  }
   mg_shape s = x->shape;
   int64_t sizes[MG_MAX_RANK];
   if (IN(3)) {
@@ -661,7 +688,7 @@ static int resize(infer_ctx *c, mg_node *n) {
           first = 0;
         }
         for (int i = 0; i < k; i++)
-          s.d[axes[i]] = known ? (mg_dim){(int64_t)floor(x->shape.d[axes[i]].v * scale + 0.5), NULL} : UNK;
+          s.d[axes[i]] = known ? (mg_dim){mg_f2i(floor(x->shape.d[axes[i]].v * scale + 0.5)), NULL} : UNK;
       } else {
         for (int i = 0; i < k; i++) s.d[axes[i]] = (mg_dim){sizes[i], NULL};
       }
@@ -673,7 +700,8 @@ static int resize(infer_ctx *c, mg_node *n) {
       float sc;
       memcpy(&sc, (const unsigned char *)IN(2)->data + 4 * i, 4);
       mg_dim d = x->shape.d[axes[i]];
-      s.d[axes[i]] = d.v >= 0 ? (mg_dim){(int64_t)floor((double)d.v * (double)sc), NULL}
+      double o = floor((double)d.v * (double)sc);
+      s.d[axes[i]] = d.v >= 0 ? (o >= 0 && o <= (double)MG_DIM_MAX ? (mg_dim){(int64_t)o, NULL} : UNK)
                               : (sc == 1.0f ? d : UNK);
     }
   } else {
@@ -775,7 +803,9 @@ static int control_flow(infer_ctx *c, mg_node *n) {
     if (i < nstate) {
       if (!bi->has_decl || bi->shape.rank < 0) bi->shape = x->shape;
     } else if (x->shape.rank > 0) {
+      if (nia && (size_t)(i - nstate) >= nia) return bad(c, n, "scan_input_axes is too short");
       int64_t ax = nia ? infer_norm_axis(in_axes[i - nstate], x->shape.rank) : 0;
+      if (ax < 0 || ax >= x->shape.rank) return bad(c, n, "scan input axis out of range");
       mg_shape s = {0};
       for (int d = 0; d < x->shape.rank; d++)
         if (d != ax) s.d[s.rank++] = x->shape.d[d];
@@ -794,7 +824,9 @@ static int control_flow(infer_ctx *c, mg_node *n) {
     mg_shape s = unknown_rank();
     if (bo->shape.rank >= 0 && bo->shape.rank < MG_MAX_RANK) {
       int r = bo->shape.rank + 1;
+      if (noa && (size_t)(i - nstate) >= noa) return bad(c, n, "scan_output_axes is too short");
       int64_t ax = noa ? infer_norm_axis(out_axes[i - nstate], r) : 0;
+      if (ax < 0 || ax >= r) return bad(c, n, "scan output axis out of range");
       s.rank = r;
       for (int d = 0, j = 0; d < r; d++) s.d[d] = d == ax ? seq : bo->shape.d[j++];
     }
@@ -942,7 +974,10 @@ int infer_own(infer_ctx *c, mg_node *n) {
     for (int i = 0; i < sp; i++) {
       mg_dim d = x->shape.d[i + 2];
       int64_t stv = ns ? st[i] : 1;
-      s.d[i + 2] = d.v < 0 ? UNK : (mg_dim){(d.v - 1) * stv + ks[i] - (np ? pd[i] + pd[i + sp] : 0), NULL};
+      int64_t r;
+      int ok = d.v >= 0 && mg_mul_ovf(d.v - 1, stv, &r) && mg_add_ovf(r, ks[i], &r) &&
+               mg_sub_ovf(r, np ? pd[i] : 0, &r) && mg_sub_ovf(r, np ? pd[i + sp] : 0, &r) && r >= 0;
+      s.d[i + 2] = ok ? (mg_dim){r, NULL} : UNK;
     }
     infer_out(n, 0, x->dtype, &s);
     return 0;
@@ -971,7 +1006,8 @@ int infer_own(infer_ctx *c, mg_node *n) {
     int64_t block[MG_MAX_RANK];
     int nb = infer_const_ints(IN(2), block, MG_MAX_RANK);
     int64_t bp = 1;
-    for (int i = 0; i < nb; i++) bp *= block[i];
+    for (int i = 0; i < nb; i++)
+      if (block[i] <= 0 || !mg_mul_i64(bp, block[i], &bp)) bp = -1;
     s = (mg_shape){.rank = 2 + img.rank};
     s.d[0] = x->shape.d[0];
     s.d[1] = nb >= 0 && bp > 0 ? dim_div(x->shape.d[1], bp) : UNK;
@@ -1001,6 +1037,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
     s = x->shape;
     if (s.rank >= 0) {
       int64_t a = infer_norm_axis(mg_attr_int(n, "axis", -1), s.rank);
+      if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
       for (int i = (int)a; i < s.rank; i++) s.d[i] = (mg_dim){1, NULL};
     }
     mg_dtype st = attr_dtype(n, "stash_type", MG_F32);
@@ -1184,6 +1221,9 @@ int infer_own(infer_ctx *c, mg_node *n) {
       return 0;
     }
     int64_t last = idx->shape.d[idx->shape.rank - 1].v;
+    if (b < 0 || last < 0 || b + last > x->shape.rank ||
+        idx->shape.rank - 1 + x->shape.rank - (b + last) > MG_MAX_RANK)
+      return bad(c, n, "batch_dims and index depth do not fit the data's rank");
     s.rank = 0;
     for (int i = 0; i < idx->shape.rank - 1; i++) s.d[s.rank++] = idx->shape.d[i];
     for (int64_t i = b + last; i < x->shape.rank; i++) s.d[s.rank++] = x->shape.d[i];
@@ -1254,7 +1294,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
       if (mg_dtype_is_float(IN(1)->dtype)) {
         if (IN(1)->dtype == MG_F32) { float f; memcpy(&f, IN(1)->data, 4); dv = f; }
         else if (IN(1)->dtype == MG_F64) memcpy(&dv, IN(1)->data, 8);
-        dd = (mg_dim){(int64_t)dv, NULL};
+        dd = dv >= 0 && dv <= (double)MG_DIM_MAX ? (mg_dim){(int64_t)dv, NULL} : UNK;
       } else if (infer_const_ints(IN(1), &depth, 1) == 1) {
         dd = (mg_dim){depth, NULL};
       }
@@ -1327,7 +1367,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
       }
       if (dl == 0) return bad(c, n, "delta is zero");
       double cnt = ceil((lim - st) / dl);
-      s.d[0] = (mg_dim){cnt > 0 ? (int64_t)cnt : 0, NULL};
+      s.d[0] = !(cnt <= (double)MG_DIM_MAX) ? UNK : (mg_dim){cnt > 0 ? (int64_t)cnt : 0, NULL};
     }
     infer_out(n, 0, a->dtype, &s);
     return 0;
@@ -1370,7 +1410,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
     if (flen < 0 && IN(2) && IN(2)->shape.rank == 1) flen = IN(2)->shape.d[0].v;
     if (infer_const_ints(IN(1), &step, 1) == 1 && step > 0 && flen > 0 && x->shape.rank == 3 &&
         x->shape.d[1].v >= 0)
-      s.d[1] = (mg_dim){(x->shape.d[1].v - flen) / step + 1, NULL};
+      s.d[1] = flen <= x->shape.d[1].v ? (mg_dim){(x->shape.d[1].v - flen) / step + 1, NULL} : UNK;
     if (flen > 0) s.d[2] = (mg_dim){mg_attr_int(n, "onesided", 1) ? flen / 2 + 1 : flen, NULL};
     s.d[3] = (mg_dim){2, NULL};
     infer_out(n, 0, x->dtype, &s);

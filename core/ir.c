@@ -298,7 +298,7 @@ int mg_shape_parse(const char *text, mg_shape *out) {
     if (out->rank >= MG_MAX_RANK) return -1;
     char *end;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0) return -1;
+    if (end == p || v < 0 || v > MG_DIM_MAX) return -1;
     out->d[out->rank++].v = v;
     p = end;
     if (*p == 'x' || *p == ',' || *p == 'X') {

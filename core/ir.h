@@ -53,6 +53,9 @@ int mg_op_attr_spec(mg_op op, const char *name, mg_attr_kind *kind, int *has_def
                     const char **default_text);
 
 enum { MG_MAX_RANK = 16 };
+/* The largest dimension migc accepts (2^40). Bounding dims keeps every shape
+ * computation far from int64 overflow; a model with a larger one is rejected. */
+#define MG_DIM_MAX ((int64_t)1 << 40)
 
 /* One dimension: v >= 0 is known; v < 0 is unknown, with sym naming it if the model
  * or inference gave it a name ("batch", "seq"). */

@@ -231,6 +231,7 @@ static int legacy_broadcast(import_ctx *c, mg_graph *g, mg_node *n) {
 static int legacy_softmax(import_ctx *c, mg_graph *g, mg_node *n) {
   mg_attr ax;
   int64_t axis = import_take_attr(n, "axis", &ax) ? ax.i : 1;
+  if (n->n_in < 1 || !n->in[0] || n->n_out < 1 || !n->out[0]) return set_int(c, n, "axis", axis);
   int r = known_rank(n->in[0]);
   if (r >= 0 && axis < 0) axis += r;
   if (r >= 0 && axis == r - 1) return set_int(c, n, "axis", -1);
@@ -264,6 +265,7 @@ static const char *const legacy_binary[] = {"Add", "Sub", "Mul", "Div", "Pow", "
 /* PRelu before opset 7 took a per-channel slope of shape [C]; numpy broadcasting
  * needs [C, 1, ..., 1] to line it up with X's axis 1. */
 static int legacy_prelu(import_ctx *c, mg_graph *g, mg_node *n) {
+  if (n->n_in < 2 || !n->in[1]) return 0; /* arity is checked after normalisation */
   int rx = known_rank(n->in[0]), rs = known_rank(n->in[1]);
   if (rs != 1 || rx < 3) return 0;
   int64_t axes[MG_MAX_RANK];

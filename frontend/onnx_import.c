@@ -78,7 +78,7 @@ static int import_shape(import_ctx *c, const Onnx__TensorShapeProto *sp, mg_shap
     s->d[i].v = -1;
     s->d[i].sym = NULL;
     if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-        dim->dim_value >= 0) {
+        dim->dim_value >= 0 && dim->dim_value <= MG_DIM_MAX) {
       s->d[i].v = dim->dim_value;
     } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                dim->dim_param && *dim->dim_param) {
@@ -257,7 +257,7 @@ static int import_tensor(import_ctx *c, const Onnx__TensorProto *t, mg_value *v,
   v->shape.rank = (int)t->n_dims;
   int64_t numel = 1;
   for (size_t i = 0; i < t->n_dims; i++) {
-    if (t->dims[i] < 0 || !mg_mul_i64(numel, t->dims[i], &numel)) {
+    if (t->dims[i] < 0 || t->dims[i] > MG_DIM_MAX || !mg_mul_i64(numel, t->dims[i], &numel)) {
       mg_error(c->d, INVALID, name, NULL, "tensor dimension %zu is %lld", i,
                (long long)t->dims[i]);
       return -1;
@@ -308,11 +308,11 @@ static int import_tensor(import_ctx *c, const Onnx__TensorProto *t, mg_value *v,
   v->data = out;
   size_t have;
   switch (dt) {
-  case MG_F32: have = t->n_float_data; if (have == (size_t)numel) memcpy(out, t->float_data, want); break;
-  case MG_C64: have = t->n_float_data / 2; if (have == (size_t)numel) memcpy(out, t->float_data, want); break;
-  case MG_F64: have = t->n_double_data; if (have == (size_t)numel) memcpy(out, t->double_data, want); break;
-  case MG_C128: have = t->n_double_data / 2; if (have == (size_t)numel) memcpy(out, t->double_data, want); break;
-  case MG_I64: have = t->n_int64_data; if (have == (size_t)numel) memcpy(out, t->int64_data, want); break;
+  case MG_F32: have = t->n_float_data; if (have == (size_t)numel && want) memcpy(out, t->float_data, want); break;
+  case MG_C64: have = t->n_float_data / 2; if (have == (size_t)numel && want) memcpy(out, t->float_data, want); break;
+  case MG_F64: have = t->n_double_data; if (have == (size_t)numel && want) memcpy(out, t->double_data, want); break;
+  case MG_C128: have = t->n_double_data / 2; if (have == (size_t)numel && want) memcpy(out, t->double_data, want); break;
+  case MG_I64: have = t->n_int64_data; if (have == (size_t)numel && want) memcpy(out, t->int64_data, want); break;
   case MG_U32: case MG_U64:
     have = t->n_uint64_data;
     if (have == (size_t)numel)

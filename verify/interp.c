@@ -196,8 +196,8 @@ static int run_node(interp_ctx *c, interp_frame *f, int idx) {
         mg_error(c->d, GRAPH, n->name, n->op_type, "input '%s' has no value", n->in[i]->name);
     }
   }
+  for (int i = 0; i < n->n_out; i++) out[i] = NULL;
   for (int i = 0; i < n->n_out && !rc; i++) {
-    out[i] = NULL;
     if (!n->out[i]) continue;
     out[i] = mg_calloc(1, sizeof(mg_rvalue));
     if (!out[i]) {

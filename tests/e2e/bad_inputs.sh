@@ -44,12 +44,12 @@ fail() { # fail WHAT WHY
 }
 pass() { passed=$((passed + 1)); }
 
-# run_migc FILE: runs `migc inspect FILE`; sets rc, out (stdout) and err (stderr).
+# run_migc FILE: runs `migc inspect FILE`; sets rc and out (stdout); stderr is
+# left in $TMP/err.
 run_migc() {
   timeout "$TIMEOUT" "$MIGC" inspect "$1" >"$TMP/out" 2>"$TMP/err"
   rc=$?
   out=$(cat "$TMP/out")
-  err=$(cat "$TMP/err")
 }
 
 # status_problem: why rc is wrong for a rejected input, or nothing if it is 2.

@@ -5,7 +5,7 @@
 #   2. seeds build-fuzz/corpus once from up to ~300 small (< 64 KB) conformance
 #      models, and writes a dictionary of ONNX op, attribute and field names;
 #   3. fuzzes for SECONDS on every core (libFuzzer fork mode, which gives one
-#      merged summary), with the log in build-fuzz/fuzz.log;
+#      merged summary), with the log in build-fuzz/runs/DATE-TIME/fuzz.log;
 #   4. prints the final stats, and exits 1 if the run left any crash, leak,
 #      timeout or out-of-memory artifact (each is shown with its report, obtained
 #      by running the fuzzer on it again).
@@ -31,9 +31,17 @@ JOBS=${FUZZ_JOBS:-$(nproc)}
 MAX_SEEDS=300
 MAX_SEED_BYTES=65536
 
+# One run at a time per build tree: a second run would rebuild the fuzzer under the
+# first one's feet. The lock is held (fd 9) until this script exits.
+mkdir -p "$BUILD"
+exec 9>"$BUILD/.run.lock"
+if ! flock -n 9; then
+  echo "== another tests/fuzz/run.sh is using $BUILD; waiting for it"
+  flock 9
+fi
+
 # --- 1. build ------------------------------------------------------------------
 echo "== configuring $BUILD (clang, MIGC_FUZZ=ON)"
-mkdir -p "$BUILD"
 if ! CC=clang cmake -S "$ROOT" -B "$BUILD" -DMIGC_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     >"$BUILD/configure.log" 2>&1; then
   tail -40 "$BUILD/configure.log" >&2
@@ -95,15 +103,17 @@ fi
   # TensorProto: dims(1) data_type(2) float_data(4) int64_data(7) raw_data(9)
   # data_location(14); AttributeProto: t(5) g(6) type(20).
   for t in '\x08' '\x42' '\x3a' '\xca\x01' '\x0a' '\x2a' '\x5a' '\x62' '\x6a' \
-    '\x12' '\x1a' '\x22' '\x2e' '\x3a' '\x10' '\x22' '\x38' '\x4a' '\x70\x01' '\xa0\x01'; do
+    '\x12' '\x1a' '\x22' '\x32' '\x3a' '\x10' '\x22' '\x38' '\x4a' '\x70\x01' '\xa0\x01'; do
     echo "\"$t\""
   done
 } | awk '!seen[$0]++' >"$DICT"
 
 # --- 3. fuzz ---------------------------------------------------------------------
-ARTIFACTS=$BUILD/artifacts/$(date +%Y%m%d-%H%M%S)
+# Each run keeps its log and artifacts in build-fuzz/runs/DATE-TIME/.
+RUN_DIR=$BUILD/runs/$(date +%Y%m%d-%H%M%S)
+ARTIFACTS=$RUN_DIR/artifacts
+LOG=$RUN_DIR/fuzz.log
 mkdir -p "$ARTIFACTS"
-LOG=$BUILD/fuzz.log
 echo "== fuzzing for ${SECONDS_TO_RUN}s on $JOBS workers${MIGC_FUZZ_FAULTS:+ (fault injection on)}; log: $LOG"
 # halt_on_error etc.: a sanitizer report must end the input as a crash.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
@@ -117,7 +127,7 @@ status=$?
 # --- 4. summary ------------------------------------------------------------------
 # Fork mode prints "#EXECS: cov: C ft: F corp: N exec/s E oom/timeout/crash: a/b/c
 # time: Ts job: J ..." after each job; the last such line is the run's total.
-last=$(grep -E '^#[0-9]+: cov:' "$LOG" | tail -n 1)
+last=$(grep -a -E '^#[0-9]+: cov:' "$LOG" | tail -n 1)
 echo "== fuzzer exit status: $status"
 if [ -n "$last" ]; then
   echo "== final stats: $last"
@@ -159,7 +169,7 @@ if [ "${#artifacts[@]}" -gt 0 ]; then
       report=$(timeout 120 "$FUZZER" -timeout=10 -rss_limit_mb=2048 "$a" 2>&1)
       printf '%s\n' "$report" >"$a.report"
       what=$(printf '%s\n' "$report" | grep -a -m1 -oE '^fuzz_onnx_import: .*|runtime error: .*|ERROR: AddressSanitizer: [a-z-]+|ERROR: LeakSanitizer: [a-z ]+|ERROR: libFuzzer: [a-z -]+' |
-        sed -E 's/[0-9][0-9a-fx.e+-]*/N/g' | cut -c1-90)
+        sed -E 's/-?[0-9][0-9a-fx.e+-]*/N/g' | cut -c1-90)
       where=$(printf '%s\n' "$report" | grep -a -E '^ +#[0-9]+ ' |
         grep -a -E '/(core|frontend|verify|cli)/' | grep -a -v '/core/arena\.c' |
         head -n 1 | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ //')
@@ -192,7 +202,7 @@ if [ "${#artifacts[@]}" -gt 0 ]; then
   echo "run.sh: FAILED: ${#artifacts[@]} artifact(s), ${#order[@]} distinct finding(s); reports next to them as *.report"
   exit 1
 fi
-rmdir "$ARTIFACTS" 2>/dev/null
+rmdir "$ARTIFACTS" 2>/dev/null # the log stays
 # No artifact: a nonzero fuzzer status without one is still a failure (a crash of
 # the fork-mode driver itself, or a build of the target that cannot start).
 if [ "$status" -ne 0 ]; then
