@@ -93,6 +93,18 @@ static int is_file(const char *p) {
 
 static int value_to_array(const mg_value *v, mg_array *a) {
   memset(a, 0, sizeof *a);
+  if (v->dtype == MG_STRING) { /* deep copy: mg_array owns each string */
+    int64_t k = (int64_t)(v->nbytes / sizeof(char *));
+    a->dtype = MG_STRING;
+    a->rank = v->shape.rank;
+    for (int i = 0; i < v->shape.rank; i++) a->dims[i] = v->shape.d[i].v;
+    a->data = calloc((size_t)k + 1, sizeof(char *));
+    if (!a->data) return -1;
+    a->nbytes = (size_t)k * sizeof(char *);
+    for (int64_t i = 0; i < k; i++)
+      if (!(((char **)a->data)[i] = strdup(((char *const *)v->data)[i]))) return -1;
+    return 0;
+  }
   a->dtype = v->dtype;
   a->rank = v->shape.rank;
   for (int i = 0; i < v->shape.rank; i++) a->dims[i] = v->shape.d[i].v;
@@ -156,6 +168,17 @@ static int compare(const conf_ctx *cc, const mg_array *got, const mg_array *want
     for (int i = 0; i < want->rank; i++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", i ? "x" : "", (long long)want->dims[i]);
     snprintf(why, n, "shape %s, expected %s", got->rank ? a : "scalar", want->rank ? b : "scalar");
     return 1;
+  }
+  if (got->dtype == MG_STRING) {
+    int64_t cnt = (int64_t)(got->nbytes / sizeof(char *));
+    for (int64_t i = 0; i < cnt; i++) {
+      const char *g = ((char *const *)got->data)[i], *w = ((char *const *)want->data)[i];
+      if (strcmp(g ? g : "", w ? w : "")) {
+        snprintf(why, n, "string %lld is \"%s\", expected \"%s\"", (long long)i, g ? g : "", w ? w : "");
+        return 1;
+      }
+    }
+    return 0;
   }
   int64_t k = 1, worst = -1, bad = 0;
   for (int i = 0; i < got->rank; i++) k *= got->dims[i];
@@ -254,7 +277,7 @@ static int read_pb(const char *path, mg_model *m, mg_array *a) {
   mg_diags d;
   mg_diags_init(&d);
   mg_value *v;
-  int rc = onnx_read_tensor(path, m, &v, &d) || v->dtype == MG_STRING ? -1 : value_to_array(v, a);
+  int rc = onnx_read_tensor(path, m, &v, &d) ? -1 : value_to_array(v, a);
   mg_diags_free(&d);
   return rc;
 }
@@ -277,8 +300,8 @@ static void run_test_dir(conf_ctx *cc, const char *dir, const char *name) {
       return;
     }
   for (int i = 0; i < g->n_outputs; i++)
-    if (g->outputs[i]->vtype != MG_VT_TENSOR || g->outputs[i]->dtype == MG_STRING) {
-      report(cc, name, R_SKIP, "sequence, optional or string outputs are not supported by the runner");
+    if (g->outputs[i]->vtype != MG_VT_TENSOR) {
+      report(cc, name, R_SKIP, "sequence or optional outputs are not supported by the runner");
       mg_model_free(m);
       return;
     }

@@ -1476,6 +1476,9 @@ int infer_own(infer_ctx *c, mg_node *n) {
     infer_out(n, 0, MG_F32, s.rank >= 0 ? &s : NULL);
     return 0;
   }
+  case MG_OP_Gradient:
+    for (int i = 0; i < n->n_out; i++) infer_out(n, i, IN(i) ? IN(i)->dtype : MG_F32, IN(i) ? &IN(i)->shape : NULL);
+    return 0;
   case MG_OP_If:
   case MG_OP_Loop:
   case MG_OP_Scan:

@@ -9,9 +9,15 @@ static int clear_uses(mg_graph *g, void *ctx) {
 
 static int add_uses(mg_graph *g, void *ctx) {
   (void)ctx;
-  for (int i = 0; i < g->n_nodes; i++)
+  for (int i = 0; i < g->n_nodes; i++) {
     for (int k = 0; k < g->nodes[i]->n_in; k++)
       if (g->nodes[i]->in[k]) g->nodes[i]->in[k]->n_uses++;
+    /* Gradient re-runs the nodes that compute its y, so y counts as read. */
+    if (g->nodes[i]->op == MG_OP_Gradient) {
+      mg_value *y = mg_graph_find(g, mg_attr_str(g->nodes[i], "y", ""));
+      if (y) y->n_uses++;
+    }
+  }
   for (int i = 0; i < g->n_outputs; i++) g->outputs[i]->n_uses++;
   return 0;
 }

@@ -278,7 +278,8 @@ static int import_tensor(import_ctx *c, const Onnx__TensorProto *t, mg_value *v,
     const char **s = mg_arena_alloc(&c->m->arena, sizeof(char *) * (size_t)(numel ? numel : 1));
     if (!s) return OOM(c);
     for (int64_t i = 0; i < numel; i++) {
-      s[i] = mg_arena_strndup(&c->m->arena, (const char *)t->string_data[i].data,
+      s[i] = mg_arena_strndup(&c->m->arena,
+                              t->string_data[i].data ? (const char *)t->string_data[i].data : "",
                               t->string_data[i].len);
       if (!s[i]) return OOM(c);
     }
@@ -303,10 +304,29 @@ static int import_tensor(import_ctx *c, const Onnx__TensorProto *t, mg_value *v,
     v->data = mg_arena_memdup(&c->m->arena, t->raw_data.data, want);
     return v->data || !want ? 0 : OOM(c);
   }
+  /* Count the typed values before allocating: a tiny file must not make us zero
+   * gigabytes for a tensor whose data is not there. */
+  size_t have;
+  switch (dt) {
+  case MG_F32: have = t->n_float_data; break;
+  case MG_C64: have = t->n_float_data / 2; break;
+  case MG_F64: have = t->n_double_data; break;
+  case MG_C128: have = t->n_double_data / 2; break;
+  case MG_I64: have = t->n_int64_data; break;
+  case MG_U32: case MG_U64: have = t->n_uint64_data; break;
+  default: have = t->n_int32_data; break;
+  }
+  if (have != (size_t)numel) {
+    if (numel && have == 0) {
+      mg_error(c->d, INVALID, name, NULL, "tensor of %lld elements carries no data",
+               (long long)numel);
+      return -1;
+    }
+    goto size_mismatch;
+  }
   unsigned char *out = mg_arena_alloc(&c->m->arena, want ? want : 1);
   if (!out) return OOM(c);
   v->data = out;
-  size_t have;
   switch (dt) {
   case MG_F32: have = t->n_float_data; if (have == (size_t)numel && want) memcpy(out, t->float_data, want); break;
   case MG_C64: have = t->n_float_data / 2; if (have == (size_t)numel && want) memcpy(out, t->float_data, want); break;
@@ -667,6 +687,8 @@ static int import_node_proto(import_ctx *c, mg_graph *g, const Onnx__NodeProto *
     return -1;
   }
   mg_op op = is_default_domain(domain) ? mg_op_lookup(op_type) : MG_OP_UNKNOWN;
+  /* The one op migc knows outside the default domain (its ops.def row says so). */
+  if (!strcmp(domain, "ai.onnx.preview.training") && !strcmp(op_type, "Gradient")) op = MG_OP_Gradient;
 
   if (is_default_domain(domain) && !strcmp(op_type, "Constant")) {
     if (np->n_output != 1 || !outs[0]) {
@@ -764,7 +786,7 @@ static int import_node_proto(import_ctx *c, mg_graph *g, const Onnx__NodeProto *
     /* Old op names that the canonical IR spells differently are handled by
      * normalize_node; anything else stays unknown and is reported. */
     if (normalize_node(c, g, n, opset)) return -1;
-  } else if (op != MG_OP_UNKNOWN) {
+  } else if (op != MG_OP_UNKNOWN && is_default_domain(domain)) {
     if (normalize_node(c, g, n, opset)) return -1;
   }
   if (n->op != MG_OP_UNKNOWN) {
@@ -780,6 +802,11 @@ static int import_node_proto(import_ctx *c, mg_graph *g, const Onnx__NodeProto *
                info->max_out);
       return -1;
     }
+    for (int i = 0; i < info->min_out && i < n->n_out; i++)
+      if (!n->out[i]) {
+        mg_error(c->d, INVALID, n->name, n->op_type, "required output %d has no name", i);
+        return -1;
+      }
     if (canonicalise_attrs(c, n)) return -1;
   }
   return mg_graph_push_node(g, n) ? OOM(c) : 0;

@@ -36,6 +36,7 @@ static interp_kernel *family_of(mg_op op) {
 }
 
 int interp_supports(mg_op op) { return family_of(op) != NULL; }
+interp_kernel *interp_kernel_for(mg_op op) { return family_of(op); }
 
 static int owns_value(const mg_graph *g, const mg_value *v) {
   return v->id >= 0 && v->id < g->n_values && g->values[v->id] == v;
@@ -157,6 +158,8 @@ static mg_rvalue *lookup(interp_ctx *c, interp_frame *f, const mg_value *v) {
   }
   return NULL;
 }
+
+mg_rvalue *interp_lookup(interp_ctx *c, interp_frame *f, const mg_value *v) { return lookup(c, f, v); }
 
 static void release(interp_frame *f, const mg_value *v) {
   if (--f->remaining[v->id] > 0 || !f->slot[v->id] || !f->owned[v->id]) return;

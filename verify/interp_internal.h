@@ -33,6 +33,13 @@ interp_kernel interp_linalg;      /* interp_linalg.c: MatMul, Gemm, Einsum, Det,
 interp_kernel interp_rnn;         /* interp_rnn.c: RNN, GRU, LSTM */
 interp_kernel interp_control;     /* interp_control.c: If, Loop, Scan, sequences, optionals */
 interp_kernel interp_misc;        /* interp_misc.c: random, quantisation, DFT/STFT/windows, losses, strings */
+interp_kernel interp_grad;        /* interp_grad.c: Gradient (reverse mode over the forward slice) */
+
+/* The kernel of op, or NULL when the interpreter has none. */
+interp_kernel *interp_kernel_for(mg_op op);
+/* The current value of v as seen from frame f (constants are materialised), or
+ * NULL when v has no value (yet). */
+mg_rvalue *interp_lookup(interp_ctx *c, interp_frame *f, const mg_value *v);
 
 /* Runs subgraph g (a body of node n) in a child frame of `parent`, with body
  * inputs bound to `inputs` (borrowed), and moves its outputs into `outputs`
@@ -77,6 +84,9 @@ int it_ints(const mg_array *t, int64_t *out, int cap);
 void it_strides(int rank, const int64_t *dims, int64_t *strides);
 /* Copies a tensor (deep). */
 int it_copy(interp_ctx *c, const mg_node *n, mg_array *dst, const mg_array *src);
+/* Stores a copy of string s as element k of STRING tensor t (allocated by it_alloc,
+ * which makes every element NULL until set). */
+int it_set_str(interp_ctx *c, const mg_node *n, mg_array *t, int64_t k, const char *s);
 /* Whether dt is computed as floating point. */
 int it_is_float(mg_dtype dt);
 #endif

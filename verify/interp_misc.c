@@ -6,7 +6,9 @@
  * TfIdfVectorizer over integer tokens. */
 #include "interp_internal.h"
 #include <math.h>
+#include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 /* v rounded to dtype dt and read back: reproduces a computation that the ONNX
  * reference performs in the tensor's own precision (e.g. float32 x / scale
@@ -617,6 +619,52 @@ static int tfidf(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **ou
   return rc;
 }
 
+/* StringNormalizer: drops stopwords (ASCII case-insensitively unless
+ * is_case_sensitive), then applies case_change_action (ASCII). Input [C] or [1, C];
+ * when every string is dropped the output is one empty string, as the spec says. */
+static int string_normalizer(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out) {
+  const mg_array *x = it_in(in, n, 0);
+  if (!x || x->dtype != MG_STRING) return it_fail(c, n, "input must be a string tensor");
+  if (!(x->rank == 1 || (x->rank == 2 && x->dims[0] == 1)))
+    return it_fail(c, n, "input must have shape [C] or [1, C]");
+  int64_t cnt = x->dims[x->rank - 1];
+  const mg_attr *sw = mg_node_attr(n, "stopwords");
+  int sensitive = (int)mg_attr_int(n, "is_case_sensitive", 0);
+  const char *action = mg_attr_str(n, "case_change_action", "NONE");
+  if (strcmp(action, "NONE") && strcmp(action, "LOWER") && strcmp(action, "UPPER")) {
+    mg_error(c->d, UNSUPPORTED_ATTR, n->name, n->op_type, "case_change_action '%s'", action);
+    return -1;
+  }
+  char *const *src = x->data;
+  int64_t kept = 0;
+  char *keep = mg_calloc((size_t)cnt + 1, 1);
+  if (!keep) return it_fail(c, n, "out of memory");
+  for (int64_t i = 0; i < cnt; i++) {
+    int stop = 0;
+    for (size_t k = 0; sw && sw->kind == MG_ATTR_STRINGS && k < sw->n && !stop; k++)
+      stop = sensitive ? !strcmp(src[i], sw->strings[k]) : !strcasecmp(src[i], sw->strings[k]);
+    keep[i] = !stop;
+    kept += !stop;
+  }
+  int64_t dims[2] = {1, kept ? kept : 1};
+  mg_array *y = x->rank == 1 ? it_out(c, n, out, 0, MG_STRING, 1, &dims[1])
+                             : it_out(c, n, out, 0, MG_STRING, 2, dims);
+  int rc = y ? 0 : -1;
+  for (int64_t i = 0, j = 0; !rc && i < cnt; i++) {
+    if (!keep[i]) continue;
+    rc = it_set_str(c, n, y, j, src[i]);
+    char *s = rc ? NULL : ((char **)y->data)[j];
+    for (; s && *s; s++) {
+      if (!strcmp(action, "LOWER")) *s = (char)tolower((unsigned char)*s);
+      else if (!strcmp(action, "UPPER")) *s = (char)toupper((unsigned char)*s);
+    }
+    j++;
+  }
+  if (!rc && !kept) rc = it_set_str(c, n, y, 0, "");
+  mg_free(keep);
+  return rc;
+}
+
 /* Dispatches one node of the misc family (see interp_families.def). */
 int interp_misc(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out,
                 interp_frame *frame) {
@@ -632,9 +680,7 @@ int interp_misc(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out
   case MG_OP_Multinomial: return multinomial(c, n, in, out);
   case MG_OP_SoftmaxCrossEntropyLoss: case MG_OP_NegativeLogLikelihoodLoss: return loss_op(c, n, in, out);
   case MG_OP_TfIdfVectorizer: return tfidf(c, n, in, out);
-  case MG_OP_StringNormalizer:
-    mg_error(c->d, UNSUPPORTED_DTYPE, n->name, n->op_type, "string tensors are not supported");
-    return -1;
+  case MG_OP_StringNormalizer: return string_normalizer(c, n, in, out);
   default: return random_op(c, n, in, out);
   }
 }

@@ -31,8 +31,12 @@ int it_alloc(interp_ctx *c, const mg_node *n, mg_array *t, mg_dtype dt, int rank
              const int64_t *dims) {
   memset(t, 0, sizeof *t);
   if (rank < 0 || rank > MG_ARRAY_MAX_RANK) return it_fail(c, n, "rank %d out of range", rank);
-  size_t es = mg_dtype_size(dt);
-  if (!es) return it_fail(c, n, "cannot compute with dtype %s", mg_dtype_name(dt));
+  size_t es = dt == MG_STRING ? sizeof(char *) : mg_dtype_size(dt);
+  if (!es) {
+    mg_error(c->d, UNSUPPORTED_DTYPE, n ? n->name : NULL, n ? n->op_type : NULL,
+             "cannot compute with dtype %s", mg_dtype_name(dt));
+    return -1;
+  }
   int64_t k = 1;
   for (int i = 0; i < rank; i++) {
     if (dims[i] < 0 || !mg_mul_i64(k, dims[i], &k)) return it_fail(c, n, "bad dimension %lld", (long long)dims[i]);
@@ -240,6 +244,25 @@ int it_ints(const mg_array *t, int64_t *out, int cap) {
 
 int it_copy(interp_ctx *c, const mg_node *n, mg_array *dst, const mg_array *src) {
   if (it_alloc(c, n, dst, src->dtype, src->rank, src->dims)) return -1;
+  if (src->dtype == MG_STRING) {
+    for (int64_t i = 0; i < it_numel(src); i++)
+      if (it_set_str(c, n, dst, i, ((char *const *)src->data)[i])) return -1;
+    return 0;
+  }
   if (src->nbytes) memcpy(dst->data, src->data, src->nbytes);
+  return 0;
+}
+
+int it_set_str(interp_ctx *c, const mg_node *n, mg_array *t, int64_t k, const char *s) {
+  size_t len = strlen(s ? s : "");
+  char *d = mg_malloc(len + 1);
+  if (!d) {
+    mg_error(c->d, OOM, n ? n->name : NULL, n ? n->op_type : NULL, "out of memory");
+    return -1;
+  }
+  memcpy(d, s ? s : "", len + 1);
+  char **slot = (char **)t->data + k;
+  mg_free(*slot);
+  *slot = d;
   return 0;
 }

@@ -790,6 +790,9 @@ int npz_write_file(const char *path, const mg_array *arrays, int count, int comp
 
 void mg_array_free(mg_array *a) {
   if (!a) return;
+  /* A STRING array holds nbytes / sizeof(char *) owned, NUL-terminated strings. */
+  if (a->dtype == MG_STRING && a->data)
+    for (size_t i = 0; i < a->nbytes / sizeof(char *); i++) mg_free(((char **)a->data)[i]);
   mg_free(a->data);
   mg_free(a->name);
   memset(a, 0, sizeof *a);

@@ -27,7 +27,8 @@ typedef struct {
   mg_dtype dtype;
   int rank;                          /* 0 for a scalar (0-d array) */
   int64_t dims[MG_ARRAY_MAX_RANK];
-  void *data;                        /* owned; C order, host byte order */
+  void *data;                        /* owned; C order, host byte order; for
+                                        MG_STRING an array of owned char * */
   size_t nbytes;                     /* product(dims) * mg_dtype_size(dtype) */
   char *name;                        /* owned; npz member name without ".npy", or NULL */
 } mg_array;

@@ -80,9 +80,9 @@ if [ ! -d "$CORPUS" ] || [ -z "$(ls -A "$CORPUS" 2>/dev/null)" ]; then
     rel=${f#"$CONFORMANCE"/}
     cp "$f" "$CORPUS/${rel//\//__}"
   done
-  echo "== seeded $CORPUS with $(ls "$CORPUS" | wc -l) models"
+  echo "== seeded $CORPUS with $(find "$CORPUS" -type f | wc -l) models"
 else
-  echo "== corpus $CORPUS: $(ls "$CORPUS" | wc -l) inputs (kept from earlier runs)"
+  echo "== corpus $CORPUS: $(find "$CORPUS" -type f | wc -l) inputs (kept from earlier runs)"
 fi
 
 # The dictionary: op names from core/ops.def, plus names the importer matches on
