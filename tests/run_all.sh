@@ -27,7 +27,11 @@ suite "inspect every conformance model" bash ../shared/acceptance/inspect-all.sh
 suite "inspect every conformance model (ASan+UBSan)" bash ../shared/acceptance/inspect-all.sh "$ASAN/migc"
 [ -f tests/e2e/bad_inputs.sh ] && suite "bad input exits 2" bash tests/e2e/bad_inputs.sh "$BUILD/migc"
 suite "shape inference agrees with declared shapes" bash tests/e2e/shape_agreement.sh "$BUILD/migc"
+suite "conformance (interpreter), unexpected failures" bash tests/e2e/conformance.sh "$BUILD/migc"
+suite "conformance (interpreter), pass thresholds" bash ../shared/acceptance/conformance.sh "$BUILD/migc" interp
+suite "conformance node/ under ASan+UBSan" bash tests/e2e/conformance.sh "$ASAN/migc" node simple
 suite "torchvision exports: import and static shapes" bash tests/e2e/torchvision_inspect.sh "$BUILD/migc"
+suite "torchvision: interpreter agrees with PyTorch" bash tests/e2e/torchvision_interp.sh "$BUILD"
 [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (60 s)" bash tests/fuzz/run.sh 60
 
 echo

@@ -1,0 +1,8 @@
+#!/bin/bash
+# `make bench`: every benchmark, each printing a markdown table with its peers.
+set -euo pipefail
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+bash bench/import_speed.sh "$BUILD"
+echo
+bash bench/interp_speed.sh "$BUILD"
