@@ -1,0 +1,317 @@
+#include "bind.h"
+#include "arena.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *wt_bind_kind_name(wt_bind_kind k) {
+  static const char *const names[] = {"unbound", "name", "value", "transpose",
+                                      "bn-fold-weight", "bn-fold-bias", "constant"};
+  return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+/* Values of a source tensor or an initializer as doubles (NULL: not floating point,
+ * or out of memory — recorded). */
+static double *src_f64(const wt_source *s, const wt_tensor *t, mg_diags *d) {
+  if (!mg_dtype_is_float(t->dtype)) return NULL;
+  int64_t n = wt_numel(t);
+  size_t es = mg_dtype_size(t->dtype);
+  unsigned char *raw = mg_malloc((size_t)n * es + 1);
+  double *v = mg_malloc(sizeof(double) * (size_t)(n + 1));
+  if (!raw || !v || wt_read(s, t, 0, n, raw, d)) {
+    mg_free(raw);
+    mg_free(v);
+    return NULL;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const unsigned char *p = raw + (size_t)i * es;
+    if (t->dtype == MG_F32) { float f; memcpy(&f, p, 4); v[i] = f; }
+    else if (t->dtype == MG_F64) memcpy(&v[i], p, 8);
+    else { uint16_t h; memcpy(&h, p, 2); v[i] = t->dtype == MG_F16 ? mg_f16_to_f32(h) : mg_bf16_to_f32(h); }
+  }
+  mg_free(raw);
+  return v;
+}
+
+static double *init_f64(const mg_value *v) {
+  if (!mg_dtype_is_float(v->dtype) || !v->data) return NULL;
+  int64_t n = mg_shape_numel(&v->shape);
+  if (n < 0) return NULL;
+  double *o = mg_malloc(sizeof(double) * (size_t)(n + 1));
+  if (!o) return NULL;
+  const unsigned char *p = v->data;
+  for (int64_t i = 0; i < n; i++) {
+    if (v->dtype == MG_F32) { float f; memcpy(&f, p + 4 * i, 4); o[i] = f; }
+    else if (v->dtype == MG_F64) memcpy(&o[i], p + 8 * i, 8);
+    else { uint16_t h; memcpy(&h, p + 2 * i, 2); o[i] = v->dtype == MG_F16 ? mg_f16_to_f32(h) : mg_bf16_to_f32(h); }
+  }
+  return o;
+}
+
+/* Tolerance for values recomputed in double from float32 inputs. */
+static int close_enough(const double *a, const double *b, int64_t n, double *max_err) {
+  double scale = 0, err = 0;
+  for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+  for (int64_t i = 0; i < n; i++) {
+    double e = fabs(a[i] - b[i]);
+    if (!(e <= 1e-5 * scale + 1e-7)) return 0;
+    err = fmax(err, e);
+  }
+  *max_err = err;
+  return 1;
+}
+
+static int same_dims(const mg_value *v, const wt_tensor *t) {
+  if (v->shape.rank != t->rank) return 0;
+  for (int i = 0; i < t->rank; i++)
+    if (v->shape.d[i].v != t->dims[i]) return 0;
+  return 1;
+}
+
+typedef struct {
+  const wt_source *s;
+  mg_diags *d;
+  const mg_graph *g;
+  double **cache; /* per source tensor: values as double, loaded on demand */
+  char *loaded;
+} bind_ctx;
+
+static const double *cached(bind_ctx *c, int i) {
+  if (!c->loaded[i]) {
+    c->cache[i] = src_f64(c->s, wt_get(c->s, i), c->d);
+    c->loaded[i] = 1;
+  }
+  return c->cache[i];
+}
+
+static int index_of(const wt_source *s, const wt_tensor *t) { return (int)(t - wt_get(s, 0)); }
+
+static const char *leaf(const char *n) {
+  const char *dot = strrchr(n, '.');
+  return dot ? dot + 1 : n;
+}
+
+/* The four BatchNorm tensors of the module that owns running_mean tensor rm. */
+static int bn_group(const wt_source *s, const wt_tensor *rm, const wt_tensor **g) {
+  size_t plen = (size_t)(leaf(rm->name) - rm->name);
+  static const char *const leaves[4] = {"weight", "bias", "running_mean", "running_var"};
+  for (int k = 0; k < 4; k++) {
+    char name[2048];
+    snprintf(name, sizeof name, "%.*s%s", (int)plen, rm->name, leaves[k]);
+    g[k] = wt_find(s, name);
+    if (!g[k] || g[k]->rank != 1 || g[k]->dims[0] != rm->dims[0]) return 0;
+  }
+  return 1;
+}
+
+static const mg_node *consumer(const mg_graph *g, const mg_value *v, int *slot) {
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i]->n_in; k++)
+      if (g->nodes[i]->in[k] == v) {
+        *slot = k;
+        return g->nodes[i];
+      }
+  return NULL;
+}
+
+static const double eps_candidates[] = {1e-5, 1e-3, 1e-4, 1e-6, 1e-2, 1e-12};
+
+/* Conv weight W' = W * g/sqrt(v+eps) per output channel. */
+static int try_fold_weight(bind_ctx *c, const mg_value *init, const double *iv, wt_binding *b) {
+  int64_t out = init->shape.d[0].v, per = mg_shape_numel(&init->shape) / (out ? out : 1);
+  for (int i = 0; i < wt_count(c->s); i++) {
+    const wt_tensor *w = wt_get(c->s, i);
+    if (!same_dims(init, w)) continue;
+    const double *wv = cached(c, i);
+    if (!wv) continue;
+    for (int j = 0; j < wt_count(c->s); j++) {
+      const wt_tensor *rm = wt_get(c->s, j), *g[4];
+      if (strcmp(leaf(rm->name), "running_mean") || rm->rank != 1 || rm->dims[0] != out || !bn_group(c->s, rm, g))
+        continue;
+      const double *gv = cached(c, index_of(c->s, g[0])), *vv = cached(c, index_of(c->s, g[3]));
+      if (!gv || !vv) continue;
+      for (size_t e = 0; e < sizeof eps_candidates / sizeof eps_candidates[0]; e++) {
+        /* quick reject on the first channel before building the whole tensor */
+        double s0 = gv[0] / sqrt(vv[0] + eps_candidates[e]);
+        if (per && fabs(wv[0] * s0 - iv[0]) > 1e-4 * (fabs(iv[0]) + 1e-3)) continue;
+        int64_t n = out * per;
+        double *rec = mg_malloc(sizeof(double) * (size_t)(n + 1));
+        if (!rec) return -1;
+        for (int64_t o = 0; o < out; o++) {
+          double sc = gv[o] / sqrt(vv[o] + eps_candidates[e]);
+          for (int64_t k = 0; k < per; k++) rec[o * per + k] = wv[o * per + k] * sc;
+        }
+        double err;
+        int ok = close_enough(rec, iv, n, &err);
+        mg_free(rec);
+        if (ok) {
+          *b = (wt_binding){init, WT_BN_FOLD_WEIGHT, w, {g[0], g[1], g[2], g[3]}, eps_candidates[e], err};
+          return 1;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+/* Conv bias b' = (b - m) * g/sqrt(v+eps) + beta, with the BatchNorm and eps found
+ * for the same node's weight, and b the conv's own bias (0 when it has none). */
+static int try_fold_bias(bind_ctx *c, const mg_value *init, const double *iv, const wt_binding *wb,
+                         wt_binding *b) {
+  const wt_tensor *const *g = wb->bn;
+  const double *gv = cached(c, index_of(c->s, g[0])), *bv = cached(c, index_of(c->s, g[1]));
+  const double *mv = cached(c, index_of(c->s, g[2])), *vv = cached(c, index_of(c->s, g[3]));
+  if (!gv || !bv || !mv || !vv) return 0;
+  char name[2048];
+  snprintf(name, sizeof name, "%.*sbias", (int)(leaf(wb->src->name) - wb->src->name), wb->src->name);
+  const wt_tensor *cb = wt_find(c->s, name);
+  const double *cbv = cb ? cached(c, index_of(c->s, cb)) : NULL;
+  int64_t out = g[0]->dims[0];
+  double *rec = mg_malloc(sizeof(double) * (size_t)(out + 1));
+  if (!rec) return -1;
+  for (int64_t o = 0; o < out; o++)
+    rec[o] = ((cbv ? cbv[o] : 0) - mv[o]) * gv[o] / sqrt(vv[o] + wb->eps) + bv[o];
+  double err;
+  int ok = close_enough(rec, iv, out, &err);
+  mg_free(rec);
+  if (ok) *b = (wt_binding){init, WT_BN_FOLD_BIAS, cbv ? cb : NULL, {g[0], g[1], g[2], g[3]}, wb->eps, err};
+  return ok;
+}
+
+static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
+  *b = (wt_binding){.init = init};
+  const wt_tensor *named = wt_find(c->s, init->name);
+  double *iv = init_f64(init);
+  if (!iv) {
+    /* integers: a parameter only if a source tensor of that name has equal bytes */
+    if (named && same_dims(init, named) && named->dtype == init->dtype) {
+      unsigned char *raw = mg_malloc(init->nbytes + 1);
+      if (!raw) return -1;
+      int eq = !wt_read(c->s, named, 0, wt_numel(named), raw, c->d) && !memcmp(raw, init->data, init->nbytes);
+      mg_free(raw);
+      if (eq) b->kind = WT_BY_NAME, b->src = named;
+    }
+    if (!b->src) b->kind = mg_dtype_is_float(init->dtype) ? WT_UNBOUND : WT_CONSTANT;
+    return 0;
+  }
+  int64_t n = mg_shape_numel(&init->shape);
+  int rc = 0;
+  /* 1. the same name; 2. any tensor with equal values; 3. a transposed matrix */
+  if (named && same_dims(init, named)) {
+    const double *sv = cached(c, index_of(c->s, named));
+    if (sv && close_enough(sv, iv, n, &b->max_err)) b->kind = WT_BY_NAME, b->src = named;
+  }
+  for (int i = 0; i < wt_count(c->s) && !b->src; i++) {
+    const wt_tensor *t = wt_get(c->s, i);
+    if (same_dims(init, t)) {
+      const double *sv = cached(c, i);
+      if (sv && close_enough(sv, iv, n, &b->max_err)) b->kind = WT_BY_VALUE, b->src = t;
+    } else if (t->rank == 2 && init->shape.rank == 2 && t->dims[0] == init->shape.d[1].v &&
+               t->dims[1] == init->shape.d[0].v) {
+      const double *sv = cached(c, i);
+      if (!sv) continue;
+      double *tr = mg_malloc(sizeof(double) * (size_t)(n + 1));
+      if (!tr) { rc = -1; break; }
+      for (int64_t r = 0; r < t->dims[0]; r++)
+        for (int64_t q = 0; q < t->dims[1]; q++) tr[q * t->dims[0] + r] = sv[r * t->dims[1] + q];
+      if (close_enough(tr, iv, n, &b->max_err)) b->kind = WT_BY_TRANSPOSE, b->src = t;
+      mg_free(tr);
+    }
+  }
+  /* 4. a Conv weight with a BatchNorm folded in */
+  if (!b->src && !rc && init->shape.rank >= 3) {
+    int slot;
+    const mg_node *u = consumer(c->g, init, &slot);
+    if (u && (u->op == MG_OP_Conv || u->op == MG_OP_ConvTranspose) && slot == 1) {
+      int r = try_fold_weight(c, init, iv, b);
+      if (r < 0) rc = -1;
+    }
+  }
+  mg_free(iv);
+  return rc;
+}
+
+int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out, mg_diags *d) {
+  const mg_graph *g = m->graph;
+  *out = NULL;
+  *n_out = 0;
+  wt_binding *b = mg_calloc((size_t)g->n_inits + 1, sizeof *b);
+  bind_ctx c = {s, d, g, mg_calloc((size_t)wt_count(s) + 1, sizeof(double *)), mg_calloc((size_t)wt_count(s) + 1, 1)};
+  int rc = 0, nb = 0;
+  if (!b || !c.cache || !c.loaded) {
+    mg_error(d, OOM, NULL, NULL, "out of memory");
+    rc = -1;
+  }
+  for (int i = 0; i < g->n_inits && !rc; i++) {
+    const mg_value *init = g->inits[i];
+    if (!init->n_uses) continue; /* folded away or unused */
+    rc = bind_one(&c, init, &b[nb]);
+    if (!rc) nb++;
+  }
+  /* Folded biases need their node's weight binding. */
+  for (int i = 0; i < nb && !rc; i++) {
+    if (b[i].kind != WT_UNBOUND || b[i].init->shape.rank != 1) continue;
+    int slot;
+    const mg_node *u = consumer(g, b[i].init, &slot);
+    if (!u || (u->op != MG_OP_Conv && u->op != MG_OP_ConvTranspose) || slot != 2) continue;
+    for (int k = 0; k < nb; k++)
+      if (b[k].init == u->in[1] && b[k].kind == WT_BN_FOLD_WEIGHT) {
+        double *iv = init_f64(b[i].init);
+        if (!iv) break;
+        if (try_fold_bias(&c, b[i].init, iv, &b[k], &b[i]) < 0) rc = -1;
+        mg_free(iv);
+        break;
+      }
+  }
+  for (int i = 0; c.cache && i < wt_count(s); i++) mg_free(c.cache[i]);
+  mg_free(c.cache);
+  mg_free(c.loaded);
+  if (rc) {
+    mg_free(b);
+    return -1;
+  }
+  *out = b;
+  *n_out = nb;
+  return 0;
+}
+
+int wt_graph_types(const wt_source *s, const mg_model *m, const wt_binding *b, int nb,
+                   wt_type_hint **out, int *n_out, mg_diags *d) {
+  (void)s;
+  wt_type_hint *h = mg_calloc((size_t)nb * 4 + 1, sizeof *h);
+  *out = h;
+  *n_out = 0;
+  if (!h) {
+    mg_error(d, OOM, NULL, NULL, "out of memory");
+    return -1;
+  }
+  static const char *const bn_by_rank[] = {NULL, NULL, "BatchNorm1d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"};
+  for (int i = 0; i < nb; i++) {
+    const wt_binding *x = &b[i];
+    if (!x->src && x->kind != WT_BN_FOLD_BIAS) continue;
+    const char *type = NULL;
+    if (x->kind == WT_BN_FOLD_WEIGHT) {
+      int r = x->src->rank;
+      h[(*n_out)++] = (wt_type_hint){x->bn[0]->name, r >= 2 && r <= 5 ? bn_by_rank[r] : NULL};
+      if (r == 3) type = "Conv1d";
+    } else if (x->src) {
+      int slot;
+      const mg_node *u = consumer(m->graph, x->init, &slot);
+      if (!u) continue;
+      int xr = u->in[0] ? u->in[0]->shape.rank : -1;
+      switch (u->op) {
+      case MG_OP_BatchNormalization: type = xr >= 2 && xr <= 5 ? bn_by_rank[xr] : "BatchNorm2d"; break;
+      case MG_OP_LayerNormalization: type = "LayerNorm"; break;
+      case MG_OP_GroupNormalization: type = "GroupNorm"; break;
+      case MG_OP_InstanceNormalization: type = "InstanceNorm"; break;
+      case MG_OP_PRelu: if (slot == 1) type = "PReLU"; break;
+      case MG_OP_Gather: if (slot == 0) type = "Embedding"; break;
+      case MG_OP_Conv: if (slot == 1 && x->src->rank == 3) type = "Conv1d"; break;
+      case MG_OP_ConvTranspose: if (slot == 1 && x->src->rank == 3) type = "ConvTranspose1d"; break;
+      default: break;
+      }
+    }
+    if (type && x->src) h[(*n_out)++] = (wt_type_hint){x->src->name, type};
+  }
+  return 0;
+}
