@@ -6,10 +6,12 @@ usage: /usr/bin/python3 samples/make_samples.py
 tiny_cnn: Conv-BN-ReLU x2, global pool, Linear: a ResNet-like stem small enough to
 commit. Every parameter and BatchNorm statistic is perturbed from its initial value
 so that no layer is an identity. Written as the default eval export (BatchNorm
-folded), the TrainingMode.PRESERVE export (torch names kept), and the state_dict.
+folded), the TrainingMode.PRESERVE export (torch names kept), the state_dict, an
+input and torch's output for it.
 """
 import os
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -42,6 +44,9 @@ def main():
                 else:
                     t.add_(torch.randn_like(t) * 0.1)
     x = torch.randn(1, 3, 32, 32)
+    np.save(os.path.join(here, "tiny_cnn_input.npy"), x.numpy())
+    with torch.no_grad():
+        np.save(os.path.join(here, "tiny_cnn_logits.npy"), model(x).numpy())
     torch.save(model.state_dict(), os.path.join(here, "tiny_cnn.pth"))
     torch.onnx.export(model, x, os.path.join(here, "tiny_cnn.onnx"), opset_version=17,
                       input_names=["input"], output_names=["logits"],
@@ -49,7 +54,7 @@ def main():
     torch.onnx.export(model, x, os.path.join(here, "tiny_cnn_preserve.onnx"), opset_version=17,
                       input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
-    print("wrote tiny_cnn.onnx, tiny_cnn_preserve.onnx, tiny_cnn.pth")
+    print("wrote tiny_cnn.onnx, tiny_cnn_preserve.onnx, tiny_cnn.pth, tiny_cnn_input.npy, tiny_cnn_logits.npy")
 
 
 if __name__ == "__main__":

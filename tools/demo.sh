@@ -12,3 +12,9 @@ echo "== the same with the batch fixed: every intermediate shape becomes static"
 echo
 echo "== migc inspect samples/tiny_cnn_preserve.onnx --json (TrainingMode.PRESERVE export)"
 "$BUILD/migc" inspect samples/tiny_cnn_preserve.onnx --json | head -40
+echo
+echo "== migc run: the reference interpreter on samples/tiny_cnn_input.npy, against torch's output"
+out=$(mktemp -d)
+"$BUILD/migc" run samples/tiny_cnn.onnx --input input=samples/tiny_cnn_input.npy --output-dir "$out"
+"$BUILD/tests/npycmp" "$out/logits.npy" samples/tiny_cnn_logits.npy
+rm -rf "$out"
