@@ -9,6 +9,7 @@ static const struct {
   const char *summary;
 } commands[] = {
     {"inspect", cmd_inspect, "graph summary: opsets, op histogram, inputs/outputs, params"},
+    {"coverage", cmd_coverage, "every op a target cannot take yet, per model and across models (md, json, html)"},
     {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},
     {"conformance", cmd_conformance, "run ONNX backend test folders; N passed, N failed, N skipped"},
 };

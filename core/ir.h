@@ -137,6 +137,7 @@ struct mg_node {
   mg_attr *attr;
   mg_graph *graph;      /* owning graph */
   int64_t opset;        /* version of the node's domain that the model imports */
+  int synthetic;        /* added by import normalisation, not in the model file */
   int id;               /* position in graph->nodes */
 };
 

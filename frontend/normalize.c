@@ -67,6 +67,7 @@ static mg_node *helper_node(import_ctx *c, mg_graph *g, mg_op op, const mg_node 
   mg_node *h = mg_node_new(g, op, name, n_in, n_out);
   if (!h) goto oom;
   h->opset = base->opset;
+  h->synthetic = 1;
   for (int i = 0; i < n_out; i++) {
     char vn[600];
     mg_value *v, *existing;

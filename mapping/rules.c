@@ -1,0 +1,239 @@
+/* Loading and validating rules files (libxml2). */
+#include "mapping_internal.h"
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *map_status_name(map_status s) {
+  static const char *const names[] = {"supported", "decomposed", "unsupported-op",
+                                      "unsupported-attribute", "unsupported-dtype", "dynamic-shape"};
+  _Static_assert(sizeof names / sizeof names[0] == MAP_STATUS_COUNT, "status names");
+  return (unsigned)s < MAP_STATUS_COUNT ? names[s] : "?";
+}
+
+rule_set *rules_new(const char *target) {
+  rule_set *rs = mg_calloc(1, sizeof *rs);
+  if (!rs) return NULL;
+  mg_arena_init(&rs->arena, 32 * 1024);
+  rs->target = mg_arena_strdup(&rs->arena, target);
+  if (!rs->target) {
+    mg_arena_destroy(&rs->arena);
+    mg_free(rs);
+    return NULL;
+  }
+  return rs;
+}
+
+void rules_free(rule_set *rs) {
+  if (!rs) return;
+  mg_free(rs->rules);
+  mg_arena_destroy(&rs->arena);
+  mg_free(rs);
+}
+
+const char *rules_target(const rule_set *rs) { return rs->target; }
+
+int rules_has_op(const rule_set *rs, mg_op op) {
+  for (int i = 0; i < rs->n; i++)
+    if (rs->rules[i].op == op && !rs->rules[i].removed) return 1;
+  return 0;
+}
+
+int rules_op_count(const rule_set *rs) {
+  int count = 0;
+  for (int op = 1; op < MG_OP_COUNT; op++) count += rules_has_op(rs, (mg_op)op);
+  return count;
+}
+
+static char *prop(rule_set *rs, xmlNode *n, const char *name) {
+  xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
+  if (!v) return NULL;
+  char *s = mg_arena_strdup(&rs->arena, (const char *)v);
+  xmlFree(v);
+  return s;
+}
+
+/* Splits a space-separated list into the arena. */
+static int split_list(rule_set *rs, const char *text, const char ***out) {
+  int n = 0;
+  for (const char *p = text; *p;) {
+    p += strspn(p, " \t\n");
+    if (!*p) break;
+    p += strcspn(p, " \t\n");
+    n++;
+  }
+  *out = mg_arena_alloc(&rs->arena, sizeof(char *) * (size_t)(n + 1));
+  if (!*out) return -1;
+  int k = 0;
+  for (const char *p = text; *p;) {
+    p += strspn(p, " \t\n");
+    if (!*p) break;
+    size_t len = strcspn(p, " \t\n");
+    (*out)[k++] = mg_arena_strndup(&rs->arena, p, len);
+    p += len;
+  }
+  return n;
+}
+
+#define BAD(node, ...)                                                                      \
+  do {                                                                                      \
+    char _m[512];                                                                           \
+    snprintf(_m, sizeof _m, __VA_ARGS__);                                                   \
+    mg_error(d, INVALID, NULL, NULL, "%s:%ld: %s", path, (long)xmlGetLineNo(node), _m);    \
+    rc = -1;                                                                                \
+  } while (0)
+
+static int parse_opset(const char *text, int64_t *lo, int64_t *hi) {
+  char *end;
+  *lo = 1;
+  *hi = INT64_MAX;
+  if (!text || !*text) return 0;
+  *lo = strtoll(text, &end, 10);
+  if (end == text || *lo < 1) return -1;
+  if (!*end) {
+    *hi = *lo;
+    return 0;
+  }
+  if (*end != '-') return -1;
+  if (!end[1]) return 0;
+  char *end2;
+  *hi = strtoll(end + 1, &end2, 10);
+  return *end2 || *hi < *lo ? -1 : 0;
+}
+
+static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, int first_new) {
+  int rc = 0;
+  rule r = {0};
+  r.line = (int)xmlGetLineNo(x);
+  r.file = mg_arena_strdup(&rs->arena, path);
+  char *op = prop(rs, x, "op"), *opset = prop(rs, x, "opset");
+  if (!op) {
+    BAD(x, "<rule> needs an op attribute");
+    return rc;
+  }
+  r.op = mg_op_lookup(op);
+  if (r.op == MG_OP_UNKNOWN) {
+    BAD(x, "rule for unknown op '%s' (not in ops.def)", op);
+    return rc;
+  }
+  if (parse_opset(opset, &r.opset_lo, &r.opset_hi)) BAD(x, "opset '%s' is not N, N- or N-M", opset);
+  int count = 0;
+  for (xmlNode *c = x->children; c; c = c->next)
+    if (c->type == XML_ELEMENT_NODE) count++;
+  r.reqs = mg_arena_alloc(&rs->arena, sizeof(requirement) * (size_t)(count + 1));
+  if (!r.reqs) return -1;
+  for (xmlNode *c = x->children; c; c = c->next) {
+    if (c->type != XML_ELEMENT_NODE) continue;
+    const char *name = (const char *)c->name;
+    if (!strcmp(name, "require")) {
+      requirement q = {0};
+      char *attr = prop(rs, c, "attr"), *values = prop(rs, c, "values"), *dtype = prop(rs, c, "dtype");
+      char *rank = prop(rs, c, "rank"), *stat = prop(rs, c, "static"), *input = prop(rs, c, "input");
+      if (attr && values) {
+        q.kind = REQ_ATTR, q.attr = attr;
+        q.n_values = split_list(rs, values, &q.values);
+      } else if (dtype) {
+        q.kind = REQ_DTYPE;
+        q.n_values = split_list(rs, dtype, &q.values);
+        for (int i = 0; i < q.n_values; i++)
+          if (mg_dtype_parse(q.values[i]) == MG_UNDEFINED) BAD(c, "unknown dtype '%s'", q.values[i]);
+      } else if (rank) {
+        q.kind = REQ_RANK;
+        q.n_values = split_list(rs, rank, &q.values);
+      } else if (stat) {
+        q.kind = REQ_STATIC;
+        if (strcmp(stat, "true")) BAD(c, "static must be \"true\"");
+      } else if (input) {
+        continue; /* documentation only */
+      } else {
+        BAD(c, "<require> needs attr+values, dtype, rank, static or input");
+        continue;
+      }
+      if (q.n_values < 0) return -1;
+      r.reqs[r.n_reqs++] = q;
+    } else if (!strcmp(name, "call")) {
+      if (r.call || r.n_decompose) BAD(c, "a rule has one <call> or one <decompose>");
+      r.call = prop(rs, c, "api");
+      if (!r.call) r.call = prop(rs, c, "fn");
+      if (!r.call) BAD(c, "<call> needs api (mindspore) or fn (ascend)");
+    } else if (!strcmp(name, "decompose")) {
+      if (r.call || r.n_decompose) BAD(c, "a rule has one <call> or one <decompose>");
+      char *into = prop(rs, c, "into");
+      if (!into) {
+        BAD(c, "<decompose> needs into");
+        continue;
+      }
+      r.n_decompose = split_list(rs, into, &r.decompose);
+      if (r.n_decompose <= 0) BAD(c, "<decompose into> is empty");
+      for (int i = 0; i < r.n_decompose; i++)
+        if (mg_op_lookup(r.decompose[i]) == MG_OP_UNKNOWN) BAD(c, "decomposes into unknown op '%s'", r.decompose[i]);
+    } else {
+      BAD(c, "unexpected <%s> in <rule>", name);
+    }
+  }
+  if (!r.call && !r.n_decompose) BAD(x, "rule for %s has neither <call> nor <decompose>", op);
+  if (rc) return rc;
+  /* duplicate key: same op and opset range, with the same requirements, in one file */
+  for (int i = first_new; i < rs->n; i++) {
+    const rule *o = &rs->rules[i];
+    if (o->op != r.op || o->opset_lo != r.opset_lo || o->opset_hi != r.opset_hi || o->n_reqs != r.n_reqs) continue;
+    int same = 1;
+    for (int k = 0; k < r.n_reqs && same; k++)
+      same = o->reqs[k].kind == r.reqs[k].kind && o->reqs[k].n_values == r.reqs[k].n_values &&
+             (!r.reqs[k].attr || !strcmp(o->reqs[k].attr, r.reqs[k].attr));
+    if (same) {
+      BAD(x, "duplicate rule for %s (same opset and requirements as line %d)", op, o->line);
+      return rc;
+    }
+  }
+  if (rs->n == rs->cap) {
+    int cap = rs->cap ? rs->cap * 2 : 64;
+    rule *n = mg_realloc(rs->rules, sizeof(rule) * (size_t)cap);
+    if (!n) return -1;
+    rs->rules = n;
+    rs->cap = cap;
+  }
+  rs->rules[rs->n++] = r;
+  return 0;
+}
+
+static void quiet(void *ctx, const char *msg, ...) { (void)ctx, (void)msg; }
+
+int rules_load(rule_set *rs, const char *path, mg_diags *d) {
+  xmlSetGenericErrorFunc(NULL, quiet);
+  xmlDoc *doc = xmlReadFile(path, NULL, XML_PARSE_NONET);
+  int rc = 0;
+  if (!doc) {
+    const xmlError *e = xmlGetLastError();
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", e && e->message ? e->message : "cannot be read or is not XML");
+    msg[strcspn(msg, "\n")] = 0;
+    mg_error(d, MALFORMED, NULL, NULL, "%s:%d: %s", path, e ? e->line : 0, msg);
+    return -1;
+  }
+  xmlNode *root = xmlDocGetRootElement(doc);
+  if (!root || strcmp((const char *)root->name, "rules")) {
+    BAD(root ? root : (xmlNode *)doc, "the root element must be <rules>");
+  } else {
+    char *target = prop(rs, root, "target");
+    if (!target || strcmp(target, rs->target))
+      BAD(root, "rules for target '%s' loaded as '%s'", target ? target : "(none)", rs->target);
+  }
+  int first_new = rs->n;
+  for (xmlNode *x = root && !rc ? root->children : NULL; x; x = x->next) {
+    if (x->type != XML_ELEMENT_NODE) continue;
+    if (strcmp((const char *)x->name, "rule")) {
+      BAD(x, "unexpected <%s> (expected <rule>)", x->name);
+      continue;
+    }
+    if (load_rule(rs, x, path, d, first_new)) rc = -1;
+  }
+  /* a later file's rules for an op replace the earlier ones */
+  for (int i = 0; !rc && i < first_new; i++)
+    for (int k = first_new; k < rs->n; k++)
+      if (rs->rules[i].op == rs->rules[k].op) rs->rules[i].removed = 1;
+  xmlFreeDoc(doc);
+  return rc;
+}
