@@ -2,6 +2,7 @@
 #include "mapping_internal.h"
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *map_target_name(int t) {
@@ -48,6 +49,79 @@ static void join(const requirement *q, char *buf, size_t n) {
     snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? " " : "", q->values[i]);
 }
 
+/* group == C_in == C_out (a depthwise convolution). */
+static int is_depthwise(const mg_node *n, const mg_attr *a) {
+  const mg_value *x = n->n_in ? n->in[0] : NULL, *y = n->n_out ? n->out[0] : NULL;
+  return a && a->kind == MG_ATTR_INT && a->i > 1 && x && y && x->shape.rank >= 2 && y->shape.rank >= 2 &&
+         x->shape.d[1].v == a->i && y->shape.d[1].v == a->i;
+}
+
+/* An Einsum equation that is a batched matrix product: "<b>ik,<b>kj-><b>ij", up to
+ * swapping the last two labels of an operand or of the result; no ellipsis, no
+ * repeated label within an operand. */
+static int is_batched_matmul(const char *eq) {
+  char a[32], b[32], o[32], compact[128];
+  size_t k = 0;
+  for (const char *p = eq; p && *p && k + 1 < sizeof compact; p++)
+    if (*p != ' ') compact[k++] = *p; /* exporters may space the labels out */
+  compact[k] = 0;
+  if (!eq || strchr(eq, '.') || sscanf(compact, "%31[a-zA-Z],%31[a-zA-Z]->%31[a-zA-Z]", a, b, o) != 3) return 0;
+  size_t la = strlen(a), lb = strlen(b), lo = strlen(o);
+  if (la < 2 || la != lb || la != lo) return 0;
+  size_t nb = la - 2;
+  if (strncmp(a, b, nb) || strncmp(a, o, nb)) return 0;
+  for (size_t i = 0; i < la; i++)
+    for (size_t k = i + 1; k < la; k++)
+      if (a[i] == a[k] || b[i] == b[k] || o[i] == o[k]) return 0;
+  char i1 = a[nb], k1 = a[nb + 1];
+  char kb = b[nb] == k1 || b[nb + 1] == k1 ? k1 : 0;
+  if (!kb) { /* a may be transposed: a = <b>ki */
+    k1 = a[nb], i1 = a[nb + 1];
+    if (b[nb] != k1 && b[nb + 1] != k1) return 0;
+  }
+  char j1 = b[nb] == k1 ? b[nb + 1] : b[nb];
+  return (o[nb] == i1 && o[nb + 1] == j1) || (o[nb] == j1 && o[nb + 1] == i1);
+}
+
+/* Whether attribute a of n satisfies one allowed value: a literal (compared as
+ * text; floats exactly) or a named predicate (docs/rules-notes.md). */
+static int value_matches(const mg_node *n, const mg_attr *a, const char *name, const char *want,
+                         const char *have) {
+  if (!strcmp(want, have)) return 1;
+  if (a && a->kind == MG_ATTR_FLOAT) {
+    char *end;
+    float f = strtof(want, &end);
+    if (!*end && end != want && f == a->f) return 1;
+  }
+  if (!strcmp(want, "depthwise")) return is_depthwise(n, a);
+  if (!strcmp(want, "grouped")) return a && a->kind == MG_ATTR_INT && a->i > 1 && !is_depthwise(n, a);
+  if (!strcmp(want, "zeros") || !strcmp(want, "ones")) {
+    if (!a) return 1;
+    if (a->kind != MG_ATTR_INTS) return 0;
+    for (size_t i = 0; i < a->n; i++)
+      if (a->ints[i] != (want[0] == 'o')) return 0;
+    return 1;
+  }
+  if (!strcmp(want, "symmetric")) {
+    if (!a) return 1;
+    if (a->kind != MG_ATTR_INTS || a->n % 2) return 0;
+    for (size_t i = 0; i < a->n / 2; i++)
+      if (a->ints[i] != a->ints[i + a->n / 2]) return 0;
+    return 1;
+  }
+  if (!strcmp(want, "default")) {
+    mg_attr_kind kind;
+    int has_default;
+    const char *dflt;
+    if (!a) return 1;
+    if (!mg_op_attr_spec(n->op, name, &kind, &has_default, &dflt) || !has_default) return 0;
+    size_t len = strcspn(dflt, " ");
+    return strlen(have) == len && !strncmp(have, dflt, len);
+  }
+  if (!strcmp(want, "batched_matmul")) return a && a->kind == MG_ATTR_STRING && is_batched_matmul(a->s);
+  return 0;
+}
+
 /* Checks one requirement; on failure sets *status and a reason. */
 static int check(const mg_node *n, const requirement *q, map_status *status, char *why, size_t wn) {
   const mg_value *x = n->n_in ? n->in[0] : NULL;
@@ -56,16 +130,17 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
   switch (q->kind) {
   case REQ_ATTR: {
     const mg_attr *a = mg_node_attr(n, q->attr);
-    char v[128] = "(absent)";
+    char v[256] = "(absent)";
     if (a && a->kind == MG_ATTR_INT) snprintf(v, sizeof v, "%lld", (long long)a->i);
     else if (a && a->kind == MG_ATTR_STRING) snprintf(v, sizeof v, "%s", a->s);
-    else if (a && a->kind == MG_ATTR_FLOAT) snprintf(v, sizeof v, "%g", (double)a->f);
-    if (in_list(q, v)) return 1;
-    /* "depthwise" admits group == C_in == C_out */
-    if (in_list(q, "depthwise") && a && a->kind == MG_ATTR_INT && x && x->shape.rank >= 2 &&
-        n->n_out && n->out[0] && n->out[0]->shape.rank >= 2 && x->shape.d[1].v == a->i &&
-        n->out[0]->shape.d[1].v == a->i)
-      return 1;
+    else if (a && a->kind == MG_ATTR_FLOAT) snprintf(v, sizeof v, "%.9g", (double)a->f);
+    else if (a && a->kind == MG_ATTR_INTS) {
+      v[0] = 0;
+      for (size_t i = 0; i < a->n && strlen(v) + 24 < sizeof v; i++)
+        snprintf(v + strlen(v), sizeof v - strlen(v), "%s%lld", i ? "," : "", (long long)a->ints[i]);
+    }
+    for (int i = 0; i < q->n_values; i++)
+      if (value_matches(n, a, q->attr, q->values[i], v)) return 1;
     *status = MAP_UNSUPPORTED_ATTR;
     snprintf(why, wn, "attribute %s=%s; the rule allows %s", q->attr, v, allowed);
     return 0;

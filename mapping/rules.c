@@ -180,9 +180,11 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
     const rule *o = &rs->rules[i];
     if (o->op != r.op || o->opset_lo != r.opset_lo || o->opset_hi != r.opset_hi || o->n_reqs != r.n_reqs) continue;
     int same = 1;
-    for (int k = 0; k < r.n_reqs && same; k++)
+    for (int k = 0; k < r.n_reqs && same; k++) {
       same = o->reqs[k].kind == r.reqs[k].kind && o->reqs[k].n_values == r.reqs[k].n_values &&
              (!r.reqs[k].attr || !strcmp(o->reqs[k].attr, r.reqs[k].attr));
+      for (int v = 0; same && v < r.reqs[k].n_values; v++) same = !strcmp(o->reqs[k].values[v], r.reqs[k].values[v]);
+    }
     if (same) {
       BAD(x, "duplicate rule for %s (same opset and requirements as line %d)", op, o->line);
       return rc;

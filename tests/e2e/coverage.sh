@@ -1,0 +1,70 @@
+#!/bin/bash
+# migc coverage end to end: one report over the ONNX node tests and the torchvision
+# zoo (no crash, every op counted and given a status per target, checked by
+# ../shared/acceptance/coverage-check.py); honesty on a model with a custom-domain
+# op; rules-file errors; the HTML page rendered by headless Chromium; and
+# docs/coverage.md in step with the rules.
+# usage: tests/e2e/coverage.sh BUILD_DIR
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/../.."
+MIGC=$BUILD/migc
+work=build/fixtures/coverage tv=build/fixtures/tv
+mkdir -p "$work" "$tv"
+ZOO=resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,googlenet,inception_v3,regnet_y_400mf,convnext_tiny,vit_b_16,swin_t,maxvit_t,deeplabv3_mobilenet_v3_large,fcn_resnet50,lraspp_mobilenet_v3_large
+/usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$ZOO" --opsets 17 --modes default >/dev/null ||
+  { echo "export failed"; exit 1; }
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+zoo=(); for m in ${ZOO//,/ }; do zoo+=("$tv/${m}_op17_default.onnx"); done
+if "$MIGC" coverage "${zoo[@]}" --format json -o "$work/zoo.json" 2>"$work/zoo.err"; then
+  res=$(/usr/bin/python3 ../shared/acceptance/coverage-check.py "$work/zoo.json" "${zoo[@]}" | tail -1)
+  [[ $res == "1 passed, 0 failed" ]] && ok "torchvision zoo report: $res" || bad "torchvision zoo report: $res"
+else bad "coverage over the zoo: $(tail -1 "$work/zoo.err")"; fi
+# the op types the zoo uses all have MindSpore and aclnn rules that convert them
+gaps=$(jq -r '[.models[].ops[] | select(.status.mindspore != "supported" and .status.mindspore != "decomposed"
+  or .status.ascend != "supported" and .status.ascend != "decomposed") | .op] | unique | join(" ")' "$work/zoo.json")
+types=$(jq -r '[.models[].ops[].op] | unique | length' "$work/zoo.json")
+if [ -z "$gaps" ]; then ok "all $types op types of the zoo convert for mindspore and ascend"
+else bad "op types of the zoo that do not convert: $gaps"; fi
+
+node=(); while IFS= read -r m; do node+=("$m"); done < <(find ../shared/onnx-conformance/node -name model.onnx | sort)
+if "$MIGC" coverage "${node[@]}" --format json -o "$work/node.json" 2>/dev/null; then
+  res=$(/usr/bin/python3 ../shared/acceptance/coverage-check.py "$work/node.json" | tail -1)
+  [[ $res == "1 passed, 0 failed" ]] && ok "report over ${#node[@]} node tests: $res" || bad "node report: $res"
+else bad "coverage over node/ exited non-zero"; fi
+
+# honesty: a custom-domain op is named with its node, the rest still converts, exit 0
+/usr/bin/python3 tests/fixtures/make_bad_models.py -o "$work/bad" >/dev/null
+if "$MIGC" coverage "$work/bad/custom_op.onnx" --format json -o "$work/custom.json" 2>/dev/null &&
+   jq -e '.models[0].ops[] | select(.op == "com.example::MyOp") | .status.mindspore == "unsupported-op" and (.nodes | length) == 1' "$work/custom.json" >/dev/null &&
+   jq -e '.models[0].ops[] | select(.op == "Relu") | .status.mindspore == "supported"' "$work/custom.json" >/dev/null; then
+  ok "custom op named, with its node, the rest converted"
+else bad "custom op report"; fi
+
+# rules errors: file:line:reason and exit 2
+printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="mindspore.ops.relu">\n</rule>\n</rules>\n' > "$work/malformed.xml"
+printf '<rules target="mindspore">\n<rule op="NoSuchOp">\n<call api="x"/>\n</rule>\n</rules>\n' > "$work/unknown.xml"
+printf '<rules target="mindspore">\n<rule op="Relu"><call api="a"/></rule>\n<rule op="Relu"><call api="b"/></rule>\n</rules>\n' > "$work/dup.xml"
+for r in malformed.xml:4 unknown.xml:2 dup.xml:3; do
+  f=${r%%:*} line=${r##*:}
+  "$MIGC" coverage "$work/bad/custom_op.onnx" --rules "$work/$f" >/dev/null 2>"$work/err"; rc=$?
+  if [ $rc -eq 2 ] && grep -q "$f:$line:" "$work/err"; then ok "rules error $f: $(head -1 "$work/err")"
+  else bad "rules error $f: rc=$rc $(head -1 "$work/err")"; fi
+done
+
+# HTML: one self-contained page that renders in headless Chromium
+"$MIGC" coverage "$tv/resnet18_op17_default.onnx" "$work/bad/custom_op.onnx" --format html -o "$work/report.html" 2>/dev/null
+if grep -qiE '(src|href)=["'"'"']?(https?:)?//' "$work/report.html"; then bad "the HTML fetches from the network"
+else ok "the HTML has no network fetches"; fi
+if bash tests/e2e/html_screenshot.sh "$work/report.html" "$work/report.png"; then ok "HTML renders in headless Chromium"
+else bad "HTML did not render"; fi
+
+# docs/coverage.md is generated from the rules; regenerate and compare
+if bash tools/gen_coverage_doc.sh "$BUILD" "$work/coverage.md" >/dev/null 2>&1 && diff -q "$work/coverage.md" docs/coverage.md >/dev/null; then
+  ok "docs/coverage.md matches the rules"
+else bad "docs/coverage.md is stale: run tools/gen_coverage_doc.sh $BUILD docs/coverage.md"; fi
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
