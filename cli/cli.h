@@ -9,6 +9,7 @@ enum { EXIT_OK = 0, EXIT_PARITY = 1, EXIT_BAD_INPUT = 2, EXIT_INTERNAL = 3 };
 int cmd_inspect(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_ckpt(int argc, char **argv);
 int cmd_coverage(int argc, char **argv);
 int cmd_weights(int argc, char **argv);
 

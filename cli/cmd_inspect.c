@@ -1,11 +1,16 @@
 /* migc inspect MODEL.onnx [--json] [--input-shape NAME=DIMS]... */
 #include "cli.h"
+#include "coverage.h"
 #include "onnx_import.h"
 #include "passes.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef MIGC_RULES_DIR
+#define MIGC_RULES_DIR "rules"
+#endif
 
 static void help(FILE *f) {
   fprintf(f,
@@ -158,6 +163,29 @@ int cmd_inspect(int argc, char **argv) {
     free(h);
     goto out;
   }
+  /* the coverage summary line: the same analysis `migc coverage` reports */
+  double rate[MAP_TARGET_COUNT] = {0};
+  int have_rates = 0;
+  {
+    rule_set *rs[MAP_TARGET_COUNT] = {NULL, rules_new("ascend"), rules_new("mindspore")};
+    const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
+    char rp[4096];
+    mg_diags quiet;
+    mg_diags_init(&quiet);
+    snprintf(rp, sizeof rp, "%s/aclnn.xml", dir);
+    int ok = rs[1] && rs[2] && !rules_load(rs[1], rp, &quiet);
+    snprintf(rp, sizeof rp, "%s/mindspore.xml", dir);
+    ok = ok && !rules_load(rs[2], rp, &quiet);
+    cov_model cm;
+    if (ok && !coverage_analyze(path, rs, &cm, &quiet)) {
+      for (int t = 0; t < MAP_TARGET_COUNT; t++) rate[t] = coverage_rate(&cm, t);
+      have_rates = 1;
+    }
+    if (ok) coverage_free(&cm);
+    if (!ok) mg_warn(&d, IO, NULL, NULL, "coverage rules could not be loaded from %s", dir);
+    for (int t = 0; t < MAP_TARGET_COUNT; t++) rules_free(rs[t]);
+    mg_diags_free(&quiet);
+  }
   static_stats st = {0};
   mg_graph_walk(m->graph, shape_graph, &st);
   mg_graph *g = m->graph;
@@ -213,6 +241,11 @@ int cmd_inspect(int argc, char **argv) {
     for (int i = 0; i < st.n_first; i++) json_array_append_new(dyn, json_string(st.first_dynamic[i]));
     json_object_set_new(sh, "first_dynamic", dyn);
     json_object_set_new(o, "shapes", sh);
+    if (have_rates) {
+      json_t *cov = json_object();
+      for (int t = 0; t < MAP_TARGET_COUNT; t++) json_object_set_new(cov, map_target_name(t), json_real(rate[t]));
+      json_object_set_new(o, "coverage", cov);
+    }
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (text) printf("%s\n", text);
     free(text);
@@ -235,6 +268,9 @@ int cmd_inspect(int argc, char **argv) {
     printf("params    %lld in %d tensors, %.1f MB\n", (long long)params, g->n_inits,
            (double)param_bytes / 1e6);
     printf("shapes    %d of %d intermediate tensors static\n", st.fixed, st.total);
+    if (have_rates)
+      printf("coverage  cpu %.0f%%, ascend %.0f%%, mindspore %.0f%% of nodes convert (migc coverage for details)\n",
+             100 * rate[MAP_TARGET_CPU], 100 * rate[MAP_TARGET_ASCEND], 100 * rate[MAP_TARGET_MINDSPORE]);
     if (h->n_unknown) {
       printf("unknown   ");
       for (int i = 0; i < h->n_unknown; i++)

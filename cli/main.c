@@ -10,6 +10,7 @@ static const struct {
 } commands[] = {
     {"inspect", cmd_inspect, "graph summary: opsets, op histogram, inputs/outputs, params"},
     {"coverage", cmd_coverage, "every op a target cannot take yet, per model and across models (md, json, html)"},
+    {"ckpt", cmd_ckpt, "MindSpore checkpoints: dump tensors with checksums, or diff two by tag"},
     {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},
     {"conformance", cmd_conformance, "run ONNX backend test folders; N passed, N failed, N skipped"},
 };
