@@ -9,6 +9,7 @@ static const struct {
   const char *summary;
 } commands[] = {
     {"inspect", cmd_inspect, "graph summary: opsets, op histogram, inputs/outputs, params"},
+    {"weights", cmd_weights, "torch .pth/.safetensors/ONNX weights to a MindSpore .ckpt with MindSpore names"},
     {"coverage", cmd_coverage, "every op a target cannot take yet, per model and across models (md, json, html)"},
     {"ckpt", cmd_ckpt, "MindSpore checkpoints: dump tensors with checksums, or diff two by tag"},
     {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},

@@ -70,7 +70,8 @@ int wt_ckpt_add(wt_ckpt_writer *w, const char *tag, mg_dtype dtype, int rank, co
                 wt_fill_fn fill, void *ctx);
 /* Writes the optional CRC trailer, fsyncs and renames into place. */
 int wt_ckpt_commit(wt_ckpt_writer *w);
-/* Discards the temporary file. Safe after commit (does nothing then). */
+/* Discards the temporary file (if not committed) and frees the writer: call it
+ * exactly once after a successful wt_ckpt_begin, also after wt_ckpt_commit. */
 void wt_ckpt_abort(wt_ckpt_writer *w);
 
 /* Reads a .ckpt as a source: adjacent chunks of one tag are joined, a CRC trailer
