@@ -25,6 +25,7 @@
 #include "source_internal.h"
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -161,6 +162,8 @@ struct wt_ckpt_writer {
   mg_diags *d;
   unsigned char *buf;    /* prefix and content staging, grown on demand */
   size_t buf_cap;
+  unsigned char *buf2;   /* the second content buffer, filled while buf is written */
+  size_t buf2_cap;
   mg_arena tags;         /* copies of the tags written, for the duplicate check */
   wt_tagset seen;
 };
@@ -235,6 +238,35 @@ static int reserve(wt_ckpt_writer *w, size_t n) {
   w->buf = b;
   w->buf_cap = n;
   return 0;
+}
+
+/* Writes all n bytes to fd, retrying short writes and EINTR; on failure sets *err
+ * (an errno) and returns -1. Safe to call from the writing thread. */
+static int write_plain(int fd, const unsigned char *p, size_t n, int *err) {
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      *err = k < 0 ? errno : EIO;
+      return -1;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+typedef struct {
+  int fd;
+  const unsigned char *p;
+  size_t n;
+  int err;
+} write_job;
+
+static void *write_job_run(void *arg) {
+  write_job *j = arg;
+  write_plain(j->fd, j->p, j->n, &j->err);
+  return NULL;
 }
 
 /* Writes all n bytes (retrying short writes and EINTR) and, when a trailer is
@@ -335,17 +367,54 @@ static int write_value(wt_ckpt_writer *w, const char *tag, const char *type, int
   n += put_varint(p + n, clen);
   assert(n <= prefix_max);
   if (write_all(w, p, n)) return -1;
-  for (int64_t done = 0; done < cnt;) {
-    int64_t k = cnt - done < fill_elems ? cnt - done : fill_elems;
-    if (fill(ctx, first + done, k, w->buf)) {
-      mg_error(w->d, INVALID, tag, NULL, "the content could not be produced (elements %lld..%lld)",
-               (long long)(first + done), (long long)(first + done + k - 1));
+  /* Two buffers: a helper thread writes chunk i while fill() produces chunk i+1, so
+   * reading the source and writing the checkpoint overlap on two cores. */
+  if (cnt > fill_elems && !w->buf2) {
+    w->buf2 = mg_malloc(content_max);
+    if (!w->buf2) {
+      mg_error(w->d, OOM, tag, NULL, "out of memory writing the checkpoint");
       return -1;
     }
-    if (write_all(w, w->buf, (size_t)k * es)) return -1;
+    w->buf2_cap = content_max;
+  }
+  write_job job = {w->fd, NULL, 0, 0};
+  pthread_t th;
+  int running = 0, rc = 0;
+  for (int64_t done = 0, i = 0; done < cnt && !rc; i++) {
+    int64_t k = cnt - done < fill_elems ? cnt - done : fill_elems;
+    unsigned char *cur = (i & 1) && w->buf2 && w->buf2_cap >= (size_t)k * es ? w->buf2 : w->buf;
+    if (running && cur == job.p) { /* one buffer only: wait before reusing it */
+      pthread_join(th, NULL);
+      running = 0;
+      if (job.err) break;
+    }
+    if (fill(ctx, first + done, k, cur)) {
+      mg_error(w->d, INVALID, tag, NULL, "the content could not be produced (elements %lld..%lld)",
+               (long long)(first + done), (long long)(first + done + k - 1));
+      rc = -1;
+      break;
+    }
+    if (running) {
+      pthread_join(th, NULL);
+      running = 0;
+      if (job.err) break;
+    }
+    if (w->crc_on) w->crc = wt_crc32(w->crc, cur, (size_t)k * es);
+    job = (write_job){w->fd, cur, (size_t)k * es, 0};
+    if (pthread_create(&th, NULL, write_job_run, &job)) {
+      job.p = NULL;
+      if (write_plain(w->fd, cur, (size_t)k * es, &job.err)) break;
+    } else {
+      running = 1;
+    }
     done += k;
   }
-  return 0;
+  if (running) pthread_join(th, NULL);
+  if (job.err) {
+    mg_error(w->d, IO, NULL, NULL, "cannot write %s: %s", w->tmp, strerror(job.err));
+    return -1;
+  }
+  return rc;
 }
 
 /* weights.h. A refused argument (bad dtype, rank, dims or tag, a repeated tag)
@@ -476,6 +545,7 @@ void wt_ckpt_abort(wt_ckpt_writer *w) {
   mg_free(w->tmp);
   mg_free(w->path);
   mg_free(w->buf);
+  mg_free(w->buf2);
   wt_tagset_free(&w->seen);
   mg_arena_destroy(&w->tags);
   mg_free(w);
