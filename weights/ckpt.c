@@ -152,6 +152,13 @@ void wt_tagset_free(wt_tagset *ts) {
 
 /* ---- writer --------------------------------------------------------------------- */
 
+typedef struct write_job_s {
+  int fd;
+  const unsigned char *p;
+  size_t n;
+  int err;
+} write_job;
+
 struct wt_ckpt_writer {
   char *path, *tmp;      /* mg_malloc'd; tmp is NULL once gone */
   int fd;                /* the temporary file, -1 once closed */
@@ -164,6 +171,13 @@ struct wt_ckpt_writer {
   size_t buf_cap;
   unsigned char *buf2;   /* the second content buffer, filled while buf is written */
   size_t buf2_cap;
+  unsigned char *pfx;    /* a Value's prefix (key, lengths, tag, dims, type) */
+  size_t pfx_cap;
+  /* The chunk being written by the helper thread, if any. It stays in flight
+   * across tensors so that filling the next tensor overlaps it. */
+  pthread_t th;
+  int running;
+  struct write_job_s *job;
   mg_arena tags;         /* copies of the tags written, for the duplicate check */
   wt_tagset seen;
 };
@@ -198,7 +212,8 @@ int wt_ckpt_begin(const char *path, int force, int crc, wt_ckpt_writer **out, mg
   size_t n = strlen(path);
   w->path = mg_malloc(n + 1);
   w->tmp = mg_malloc(n + 64);
-  if (!w->path || !w->tmp) {
+  w->job = mg_calloc(1, sizeof *w->job);
+  if (!w->path || !w->tmp || !w->job) {
     mg_free(w->tmp);
     w->tmp = NULL; /* names nothing yet: abort must not unlink it */
     wt_ckpt_abort(w);
@@ -256,12 +271,6 @@ static int write_plain(int fd, const unsigned char *p, size_t n, int *err) {
   return 0;
 }
 
-typedef struct {
-  int fd;
-  const unsigned char *p;
-  size_t n;
-  int err;
-} write_job;
 
 static void *write_job_run(void *arg) {
   write_job *j = arg;
@@ -269,8 +278,47 @@ static void *write_job_run(void *arg) {
   return NULL;
 }
 
+/* Grows a buffer to at least n bytes; its old content is not kept. */
+static int grow(unsigned char **b, size_t *cap, size_t n) {
+  if (n <= *cap) return 0;
+  unsigned char *nb = mg_malloc(n);
+  if (!nb) return -1;
+  mg_free(*b);
+  *b = nb;
+  *cap = n;
+  return 0;
+}
+
+/* Waits for the chunk in flight; a failed write is recorded and breaks the writer. */
+static int join_pending(wt_ckpt_writer *w) {
+  if (!w->running) return 0;
+  pthread_join(w->th, NULL);
+  w->running = 0;
+  if (w->job->err) {
+    mg_error(w->d, IO, NULL, NULL, "cannot write %s: %s", w->tmp, strerror(w->job->err));
+    return -1;
+  }
+  return 0;
+}
+
+/* Folds a chunk into the CRC and hands it to the helper thread (or writes it here
+ * when no thread can be started). Precondition: nothing is in flight. */
+static int start_write(wt_ckpt_writer *w, const unsigned char *p, size_t n) {
+  if (w->crc_on) w->crc = wt_crc32(w->crc, p, n);
+  *w->job = (write_job){w->fd, p, n, 0};
+  if (!pthread_create(&w->th, NULL, write_job_run, w->job)) {
+    w->running = 1;
+    return 0;
+  }
+  if (write_plain(w->fd, p, n, &w->job->err)) {
+    mg_error(w->d, IO, NULL, NULL, "cannot write %s: %s", w->tmp, strerror(w->job->err));
+    return -1;
+  }
+  return 0;
+}
+
 /* Writes all n bytes (retrying short writes and EINTR) and, when a trailer is
- * wanted, folds them into the CRC. */
+ * wanted, folds them into the CRC. Precondition: nothing is in flight. */
 static int write_all(wt_ckpt_writer *w, const unsigned char *p, size_t n) {
   if (w->crc_on) w->crc = wt_crc32(w->crc, p, n);
   while (n) {
@@ -341,11 +389,16 @@ static int write_value(wt_ckpt_writer *w, const char *tag, const char *type, int
   size_t prefix_max = tag_len + type_len + 11 * (size_t)rank + 64;
   int64_t fill_elems = (int64_t)(g_fill_bytes / es ? g_fill_bytes / es : 1);
   size_t content_max = (size_t)(cnt < fill_elems ? cnt : fill_elems) * es;
-  if (reserve(w, prefix_max > content_max ? prefix_max : content_max)) {
-    mg_error(w->d, OOM, tag, NULL, "out of memory writing the checkpoint");
-    return -1;
+  /* Growing a buffer the helper thread may be writing from needs it finished. */
+  if (content_max > w->buf_cap || content_max > w->buf2_cap || prefix_max > w->pfx_cap) {
+    if (join_pending(w)) return -1;
+    if (reserve(w, content_max) || grow(&w->buf2, &w->buf2_cap, content_max) ||
+        grow(&w->pfx, &w->pfx_cap, prefix_max)) {
+      mg_error(w->d, OOM, tag, NULL, "out of memory writing the checkpoint");
+      return -1;
+    }
   }
-  unsigned char *p = w->buf;
+  unsigned char *p = w->pfx;
   size_t n = 0;
   p[n++] = 0x0a; /* Checkpoint.value */
   n += put_varint(p + n, value_len);
@@ -366,55 +419,29 @@ static int write_value(wt_ckpt_writer *w, const char *tag, const char *type, int
   p[n++] = 0x1a; /* TensorProto.tensor_content */
   n += put_varint(p + n, clen);
   assert(n <= prefix_max);
-  if (write_all(w, p, n)) return -1;
-  /* Two buffers: a helper thread writes chunk i while fill() produces chunk i+1, so
-   * reading the source and writing the checkpoint overlap on two cores. */
-  if (cnt > fill_elems && !w->buf2) {
-    w->buf2 = mg_malloc(content_max);
-    if (!w->buf2) {
-      mg_error(w->d, OOM, tag, NULL, "out of memory writing the checkpoint");
-      return -1;
-    }
-    w->buf2_cap = content_max;
-  }
-  write_job job = {w->fd, NULL, 0, 0};
-  pthread_t th;
-  int running = 0, rc = 0;
-  for (int64_t done = 0, i = 0; done < cnt && !rc; i++) {
+  /* Two content buffers: the helper thread writes one chunk (possibly the previous
+   * tensor's last) while fill() produces the next into the other buffer. Bytes
+   * reach the file, and the CRC, strictly in order: the prefix and each chunk are
+   * written only after the chunk before them has been. */
+  int prefix_done = 0;
+  for (int64_t done = 0; done < cnt || !prefix_done;) {
     int64_t k = cnt - done < fill_elems ? cnt - done : fill_elems;
-    unsigned char *cur = (i & 1) && w->buf2 && w->buf2_cap >= (size_t)k * es ? w->buf2 : w->buf;
-    if (running && cur == job.p) { /* one buffer only: wait before reusing it */
-      pthread_join(th, NULL);
-      running = 0;
-      if (job.err) break;
-    }
-    if (fill(ctx, first + done, k, cur)) {
+    unsigned char *cur = w->running && w->job->p == w->buf ? w->buf2 : w->buf;
+    if (k > 0 && fill(ctx, first + done, k, cur)) {
       mg_error(w->d, INVALID, tag, NULL, "the content could not be produced (elements %lld..%lld)",
                (long long)(first + done), (long long)(first + done + k - 1));
-      rc = -1;
-      break;
+      join_pending(w);
+      return -1;
     }
-    if (running) {
-      pthread_join(th, NULL);
-      running = 0;
-      if (job.err) break;
+    if (join_pending(w)) return -1;
+    if (!prefix_done) {
+      if (write_all(w, p, n)) return -1;
+      prefix_done = 1;
     }
-    if (w->crc_on) w->crc = wt_crc32(w->crc, cur, (size_t)k * es);
-    job = (write_job){w->fd, cur, (size_t)k * es, 0};
-    if (pthread_create(&th, NULL, write_job_run, &job)) {
-      job.p = NULL;
-      if (write_plain(w->fd, cur, (size_t)k * es, &job.err)) break;
-    } else {
-      running = 1;
-    }
+    if (k > 0 && start_write(w, cur, (size_t)k * es)) return -1;
     done += k;
   }
-  if (running) pthread_join(th, NULL);
-  if (job.err) {
-    mg_error(w->d, IO, NULL, NULL, "cannot write %s: %s", w->tmp, strerror(job.err));
-    return -1;
-  }
-  return rc;
+  return 0;
 }
 
 /* weights.h. A refused argument (bad dtype, rank, dims or tag, a repeated tag)
@@ -489,6 +516,7 @@ int wt_ckpt_commit(wt_ckpt_writer *w) {
   const char *saved = d->file;
   d->file = w->path;
   int rc = -1;
+  if (join_pending(w)) w->broken = 1;
   if (w->broken || w->committed) {
     mg_error(d, IO, NULL, NULL, "cannot commit: %s", w->committed ? "already committed" : "an earlier write failed");
     goto done;
@@ -540,12 +568,15 @@ done:
  * fine). */
 void wt_ckpt_abort(wt_ckpt_writer *w) {
   if (!w) return;
+  if (w->running) pthread_join(w->th, NULL);
   if (w->fd >= 0) close(w->fd);
   if (w->tmp) unlink(w->tmp);
   mg_free(w->tmp);
   mg_free(w->path);
   mg_free(w->buf);
   mg_free(w->buf2);
+  mg_free(w->pfx);
+  mg_free(w->job);
   wt_tagset_free(&w->seen);
   mg_arena_destroy(&w->tags);
   mg_free(w);
