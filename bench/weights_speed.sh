@@ -37,8 +37,10 @@ big_largest=$((8192 * 8192 * 4))
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
 echo "| run | median time | throughput | median peak RSS | budget (largest tensor + 64 MB) |"
 echo "|---|---|---|---|---|"
+row "floor: cat resnet50.pth > copy" "$tv/resnet50.pth" $r50_largest "$dir/copy.bin" sh -c "cat '$tv/resnet50.pth' > '$dir/copy.bin'"
 row "migc weights resnet50.pth" "$tv/resnet50.pth" $r50_largest "$dir/r50.ckpt" "$BUILD/migc" weights "$tv/resnet50.pth" -o "$dir/r50.ckpt" --force
 row "python torch.load+protobuf resnet50" "$tv/resnet50.pth" $r50_largest "$dir/r50_py.ckpt" /usr/bin/python3 bench/py_ckpt.py "$tv/resnet50.pth" "$dir/r50_py.ckpt"
+row "floor: cat 2 GiB .pth > copy" "$dir/big2g.pth" $big_largest "$dir/copy.bin" sh -c "cat '$dir/big2g.pth' > '$dir/copy.bin'"
 row "migc weights 2 GiB state_dict" "$dir/big2g.pth" $big_largest "$dir/big.ckpt" "$BUILD/migc" weights "$dir/big2g.pth" -o "$dir/big.ckpt" --force
 row "python torch.load+protobuf 2 GiB" "$dir/big2g.pth" $big_largest "$dir/big_py.ckpt" /usr/bin/python3 bench/py_ckpt.py "$dir/big2g.pth" "$dir/big_py.ckpt"
 "$BUILD/migc" ckpt diff "$dir/r50.ckpt" "$dir/r50_py.ckpt" >/dev/null 2>&1 && echo "resnet50: migc's and the Python path's checkpoints hold the same tensors" ||

@@ -35,7 +35,7 @@ int coverage_analyze(const char *path, rule_set *const rs[MAP_TARGET_COUNT], cov
   int n = g->n_nodes;
   mg_node **orig = mg_arena_alloc(&cm->arena, sizeof(mg_node *) * (size_t)(n + 1));
   if (!orig) goto oom;
-  memcpy(orig, g->nodes, sizeof(mg_node *) * (size_t)n);
+  if (n) memcpy(orig, g->nodes, sizeof(mg_node *) * (size_t)n);
   const char *saved = d->file;
   d->file = path;
   if (mg_prepare(m, NULL, 0, d)) /* shapes stay partly unknown; mapping still runs */
