@@ -10,7 +10,10 @@
 
 static mg_shape unknown_rank(void) { return (mg_shape){.rank = -1}; }
 
+/* Rank known, dims not; a rank beyond MG_MAX_RANK (a hostile shape input) is
+ * unknown, and the kernel or a later check rejects it. */
 static mg_shape rank_unknown_dims(int rank) {
+  if (rank < 0 || rank > MG_MAX_RANK) return unknown_rank();
   mg_shape s = {.rank = rank};
   for (int i = 0; i < rank; i++) s.d[i] = UNK;
   return s;

@@ -32,6 +32,7 @@ suite "conformance (interpreter), pass thresholds" bash ../shared/acceptance/con
 suite "conformance node/ under ASan+UBSan" bash tests/e2e/conformance.sh "$ASAN/migc" node simple
 suite "torchvision exports: import and static shapes" bash tests/e2e/torchvision_inspect.sh "$BUILD/migc"
 suite "torchvision: interpreter agrees with PyTorch" bash tests/e2e/torchvision_interp.sh "$BUILD"
+suite "runtime kernels on aarch64 (clang cross-build, qemu)" bash tests/e2e/runtime_aarch64.sh
 suite "weights: .pth/.safetensors to .ckpt, checked by check-ckpt.py; binding; bad input" bash tests/e2e/weights.sh "$BUILD"
 suite "coverage: zoo and node reports, honesty, rules errors, HTML" bash tests/e2e/coverage.sh "$BUILD"
 [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (60 s)" bash tests/fuzz/run.sh 60

@@ -1,0 +1,149 @@
+/* migc CPU runtime: float32 kernels that generated projects compile with.
+ *
+ * These files are copied into every generated project, so they are plain C99
+ * (they build warning-free with -std=c99 -Wall -Wextra -Werror -pedantic under gcc
+ * and clang), include nothing of migc, and need only libc and libm.
+ *
+ * Two rules hold for every function here, because model_run() must not allocate
+ * and may be called from several threads on different models:
+ *   - no kernel allocates: work space is a caller-provided `scratch` buffer whose
+ *     size, in floats, comes from the matching *_scratch() function;
+ *   - no kernel touches global state: there are no mutable globals.
+ *
+ * Scratch buffers may have any float alignment (kernels align inside them; the
+ * sizes include the slack), must not overlap any input or output, and need not be
+ * initialised. Their contents are undefined after a call.
+ *
+ * Paths, chosen at compile time; all share the packing and cache blocking:
+ *   - __AVX2__ && __FMA__ (e.g. -mavx2 -mfma or -march=haswell and later): a 6x16
+ *     register-tiled FMA micro-kernel, AVX2 depthwise rows and gemv;
+ *   - other x86-64 (a plain `cc -O2`): a 4x8 SSE2 micro-kernel (SSE2 is part of
+ *     x86-64, so no flag is needed), about a third of the AVX2 path's speed;
+ *   - aarch64: an 8x8 NEON micro-kernel (NEON is part of AArch64: no flag);
+ *   - anything else: a fixed-size 4x8 C micro-kernel that compilers vectorise.
+ *   MG_RUNTIME_PORTABLE defined forces the plain C path on any target; the
+ *   convolution's other loops are plain C on every path but AVX2.
+ *
+ * All matrices are row-major; all tensors are dense C order (NCHW). */
+#ifndef MG_RUNTIME_H
+#define MG_RUNTIME_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Returns a static string naming the compiled path and its micro-tile MRxNR:
+ * "avx2-fma 6x16", "sse2 4x8", "neon 8x8" or "portable 4x8", for logs and
+ * benchmarks. */
+const char *mg_runtime_path(void);
+
+/* ---------------------------------------------------------------- SGEMM */
+
+/* Number of floats of scratch that mg_sgemm(M, N, K, ...) needs. Monotonic in each
+ * argument, so the maximum over a model's calls sizes one shared buffer. Returns 0
+ * for calls that need none (M, N or K <= 0, or the packing-free M == 1 / N == 1
+ * paths still fit in what this returns). */
+size_t mg_sgemm_scratch(int M, int N, int K);
+
+/* C = alpha * op(A) * op(B) + beta * C, single precision, row-major.
+ *   op(A) is M x K: A[i*lda + k] when transA == 0, A[k*lda + i] when transA != 0
+ *        (so lda >= K, resp. lda >= M);
+ *   op(B) is K x N: B[k*ldb + j] when transB == 0, B[j*ldb + k] when transB != 0
+ *        (so ldb >= N, resp. ldb >= K);
+ *   C is M x N: C[i*ldc + j], ldc >= N.
+ * beta == 0 means C is write-only: its old contents (even NaN) are not read.
+ * K == 0 or alpha == 0 gives C = beta * C. C must not overlap A, B or scratch.
+ * scratch holds at least mg_sgemm_scratch(M, N, K) floats.
+ * Accumulation is in float (FMA where the path has it), blocked over K, so results
+ * differ from a sequential sum by rounding only. */
+void mg_sgemm(int M, int N, int K, float alpha, const float *A, int lda, int transA,
+              const float *B, int ldb, int transB, float beta, float *C, int ldc,
+              float *scratch);
+
+/* ---------------------------------------------------------- activations */
+
+/* The activations a convolution (or mg_bias_act) can apply to its result. The two
+ * parameters a, b of mg_conv2d_params / mg_bias_act mean:
+ *   MG_ACT_NONE         y
+ *   MG_ACT_RELU         max(y, 0)
+ *   MG_ACT_CLIP         min(max(y, a), b)           (Relu6 is a = 0, b = 6)
+ *   MG_ACT_LEAKY_RELU   y < 0 ? a*y : y
+ *   MG_ACT_HARDSIGMOID  max(0, min(1, a*y + b))     (ONNX: a = 0.2, b = 0.5)
+ *   MG_ACT_HARDSWISH    y * max(0, min(1, y/6 + 1/2))
+ *   MG_ACT_SIGMOID      1 / (1 + exp(-y))
+ *   MG_ACT_SILU         y * sigmoid(y)
+ *   MG_ACT_TANH         tanh(y)
+ *   MG_ACT_GELU         y/2 * (1 + erf(y / sqrt 2))   (exact, ONNX approximate=none)
+ *   MG_ACT_GELU_TANH    y/2 * (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3)))
+ * NaN inputs stay NaN for NONE, RELU, CLIP, LEAKY_RELU and the transcendental ones. */
+typedef enum {
+  MG_ACT_NONE = 0,
+  MG_ACT_RELU,
+  MG_ACT_CLIP,
+  MG_ACT_LEAKY_RELU,
+  MG_ACT_HARDSIGMOID,
+  MG_ACT_HARDSWISH,
+  MG_ACT_SIGMOID,
+  MG_ACT_SILU,
+  MG_ACT_TANH,
+  MG_ACT_GELU,
+  MG_ACT_GELU_TANH
+} mg_act;
+
+/* y[c*plane + i] = act(y[c*plane + i] + bias[c]) for c < channels, i < n, in
+ * place; rows are `plane` floats apart and n <= plane values of each are touched.
+ * bias may be NULL (no bias). Used after SGEMM for Gemm/MatMul epilogues and by the
+ * convolutions. */
+void mg_bias_act(float *y, int channels, int n, int plane, const float *bias,
+                 mg_act act, float a, float b);
+
+/* ---------------------------------------------------------- convolution */
+
+/* One 2-D convolution, ONNX Conv semantics (cross-correlation), float32, NCHW.
+ * Shapes: x [N, C, H, W]; w [M, C/group, kh, kw]; bias [M] or NULL;
+ *         y [N, M, OH, OW].
+ * pad_t, pad_l, pad_b, pad_r are ONNX pads [t, l, b, r] (all begins, then all
+ * ends), already resolved from auto_pad by the code generator. OH and OW must
+ * equal mg_conv_out_dim(H, kh, stride_h, dil_h, pad_t, pad_b) and the same for W;
+ * migc fills them at compile time, so the struct is usually a static const.
+ * Preconditions (not checked at run time): every size >= 1, pads >= 0,
+ * C % group == 0, M % group == 0, OH >= 1, OW >= 1. */
+typedef struct {
+  int N, C, H, W;          /* input */
+  int M;                   /* output channels */
+  int kh, kw;              /* kernel */
+  int group;
+  int stride_h, stride_w;
+  int dil_h, dil_w;
+  int pad_t, pad_l, pad_b, pad_r;
+  int OH, OW;              /* output */
+  mg_act act;              /* fused activation, applied after the bias */
+  float act_a, act_b;      /* its parameters (see mg_act) */
+} mg_conv2d_params;
+
+/* Output size of one spatial axis: floor((in + pad_begin + pad_end
+ * - dil*(k-1) - 1) / stride) + 1; 0 when the kernel does not fit. */
+int mg_conv_out_dim(int in, int k, int stride, int dil, int pad_begin, int pad_end);
+
+/* Number of floats of scratch mg_conv2d(p, ...) needs: 0 for depthwise
+ * convolutions, SGEMM packing space for pointwise (1x1, stride 1, no padding)
+ * ones, and in general an im2col buffer of at most ~2 MiB (the output positions
+ * are processed in column chunks) plus SGEMM packing space. */
+size_t mg_conv2d_scratch(const mg_conv2d_params *p);
+
+/* y = act(conv(x, w) + bias), see mg_conv2d_params for shapes. Dispatch:
+ *   - depthwise (group == C, so one input channel per group, any multiplier
+ *     M/C): a direct kernel, no scratch;
+ *   - 1x1, stride 1, no padding: SGEMM straight on x, no im2col;
+ *   - otherwise: im2col of a chunk of output positions into scratch, then SGEMM.
+ * y must not overlap x, w, bias or scratch. */
+void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
+               const float *bias, float *y, float *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MG_RUNTIME_H */

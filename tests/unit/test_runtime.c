@@ -1,0 +1,446 @@
+/* Unit tests for runtime/ (the CPU kernels that generated projects compile): mg_sgemm
+ * and mg_conv2d against naive double-precision references written here, over
+ * randomised shapes (sizes 1, odd sizes and tails of every tile and block, both
+ * transposes, padded leading dimensions, alpha/beta, groups, depthwise, dilation,
+ * asymmetric padding, strides, every fused activation).
+ *
+ * Tolerance: a float sum of K products, however blocked, differs from the exact one
+ * by at most about K*eps*S where S = sum |a||b| (each rounding error is bounded by
+ * eps times a partial sum of magnitudes). With random signs the errors behave like
+ * a random walk, so the test allows (4*sqrt(K) + 8)*eps*S: far above what correct
+ * code produces, far below one missing or doubled term (~S/K) for the K used here.
+ *
+ * The same file is built three ways by tests/CMakeLists.txt: against migcruntime
+ * (the project's flags: the SSE2 path on x86-64, NEON on aarch64), with the
+ * runtime compiled in under -mavx2 -mfma (the AVX2 path; skipped, exit 77, on CPUs
+ * without it), and with MG_RUNTIME_PORTABLE (the plain C path) and tiny cache blocks
+ * so every block edge is crossed by small problems. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg_runtime.h"
+
+/* ------------------------------------------------------------- helpers */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd(void) { /* xorshift64*: deterministic across platforms */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+static float rnd_float(void) { return (float)((double)rnd() / 4294967296.0 * 2.0 - 1.0); }
+
+/* A size that is 1, a tail of a tile, or random, so edges are hit often. */
+static int rnd_size(int max) {
+  static const int edges[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 15, 16, 17, 18, 23, 24, 25, 31, 33};
+  int r = rnd_int(0, 2);
+  int v = r == 0 ? edges[rnd() % (sizeof edges / sizeof edges[0])] : rnd_int(1, max);
+  return v > max ? max : v;
+}
+
+static float *rnd_array(size_t n) {
+  float *a = malloc((n ? n : 1) * sizeof(float));
+  size_t i;
+  assert_non_null(a);
+  for (i = 0; i < n; i++) a[i] = rnd_float();
+  return a;
+}
+
+/* Scratch of exactly n floats starting at an odd float offset (so the kernels'
+ * own alignment is exercised); overruns show under ASan, and the guard after
+ * the buffer catches them in plain builds too. */
+typedef struct { float *base, *p; size_t n; } scratch_buf;
+static scratch_buf scratch_new(size_t n) {
+  scratch_buf s;
+  s.n = n;
+  s.base = malloc((n + 2) * sizeof(float));
+  assert_non_null(s.base);
+  s.p = s.base + 1;
+  s.p[n] = 12345.0f;
+  return s;
+}
+static void scratch_check_free(scratch_buf s) {
+  assert_true(s.p[s.n] == 12345.0f);
+  free(s.base);
+}
+
+/* ---------------------------------------------------------------- SGEMM */
+
+static double elem_a(const float *A, int lda, int tA, int i, int k) {
+  return tA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+}
+static double elem_b(const float *B, int ldb, int tB, int k, int j) {
+  return tB ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+}
+
+/* Runs one mg_sgemm and checks every element of C (and that the padding of C
+ * between N and ldc is untouched) against a double reference. */
+static void check_sgemm(int M, int N, int K, float alpha, int tA, int tB, float beta,
+                        int pad) {
+  const int lda = (tA ? M : K) + pad, ldb = (tB ? K : N) + pad, ldc = N + pad;
+  float *A = rnd_array((size_t)(tA ? K : M) * lda + 1);
+  float *B = rnd_array((size_t)(tB ? N : K) * ldb + 1);
+  float *C = rnd_array((size_t)M * ldc);
+  float *C0 = malloc((size_t)M * ldc * sizeof(float) + 1);
+  scratch_buf s = scratch_new(mg_sgemm_scratch(M, N, K));
+  int i, j, k;
+  assert_non_null(C0);
+  if (beta == 0.0f) /* beta == 0 must not read C: NaN there must not leak */
+    for (i = 0; i < M; i++)
+      for (j = 0; j < N; j++) C[(size_t)i * ldc + j] = NAN;
+  memcpy(C0, C, (size_t)M * ldc * sizeof(float));
+  mg_sgemm(M, N, K, alpha, A, lda, tA, B, ldb, tB, beta, C, ldc, s.p);
+  for (i = 0; i < M; i++) {
+    for (j = 0; j < ldc; j++) {
+      const float got = C[(size_t)i * ldc + j];
+      double ref = 0, mag = 0, tol, c0 = C0[(size_t)i * ldc + j];
+      if (j >= N) { /* padding of C */
+        assert_memory_equal(&got, &C0[(size_t)i * ldc + j], sizeof got);
+        continue;
+      }
+      for (k = 0; k < K; k++) {
+        double t = elem_a(A, lda, tA, i, k) * elem_b(B, ldb, tB, k, j);
+        ref += t;
+        mag += fabs(t);
+      }
+      ref *= alpha;
+      mag *= fabs(alpha);
+      if (beta != 0.0f) {
+        ref += beta * c0;
+        mag += fabs(beta * c0);
+      }
+      tol = (4.0 * sqrt((double)K) + 8.0) * FLT_EPSILON * mag + 1e-30;
+      if (!(fabs(got - ref) <= tol)) {
+        fail_msg("sgemm M=%d N=%d K=%d tA=%d tB=%d alpha=%g beta=%g pad=%d: C[%d][%d] = "
+                 "%.9g, reference %.9g (tol %.3g)", M, N, K, tA, tB, alpha, beta, pad,
+                 i, j, got, ref, tol);
+      }
+    }
+  }
+  scratch_check_free(s);
+  free(A);
+  free(B);
+  free(C);
+  free(C0);
+}
+
+static const float alphas[] = {1.0f, -0.5f, 2.0f, 0.25f};
+static const float betas[] = {0.0f, 1.0f, -1.5f, 0.5f};
+
+static void test_sgemm_random(void **state) {
+  int t;
+  (void)state;
+  for (t = 0; t < 400; t++) {
+    check_sgemm(rnd_size(70), rnd_size(70), rnd_size(90), alphas[rnd() % 4], rnd() & 1,
+                rnd() & 1, betas[rnd() % 4], rnd_int(0, 1) ? 0 : rnd_int(1, 5));
+  }
+}
+
+/* Sizes around the micro-tiles (6x16 AVX2, 4x8 SSE2 and C, 8x8 NEON) exhaustively
+ * for small M and N. */
+static void test_sgemm_tile_edges(void **state) {
+  int M, N;
+  (void)state;
+  for (M = 1; M <= 13; M++)
+    for (N = 1; N <= 33; N += (N < 18 ? 1 : 5))
+      check_sgemm(M, N, rnd_int(1, 20), 1.0f, (M + N) & 1, (M * N) & 1, (N & 2) ? 1.0f : 0.0f, 0);
+}
+
+/* Shapes that cross the default cache blocks (MC 144, KC 256, NC 3072), keeping
+ * the double reference cheap. */
+static void test_sgemm_block_edges(void **state) {
+  (void)state;
+  check_sgemm(150, 40, 520, 1.0f, 0, 0, 0.0f, 0);
+  check_sgemm(145, 33, 257, -0.5f, 1, 1, 1.0f, 3);
+  check_sgemm(290, 17, 300, 1.0f, 0, 1, 0.5f, 0);
+  check_sgemm(7, 3100, 5, 1.0f, 0, 0, 0.0f, 0);
+  check_sgemm(13, 6200, 3, 2.0f, 1, 0, 1.0f, 1);
+  check_sgemm(20, 3075, 260, 1.0f, 0, 1, 0.0f, 0);
+  check_sgemm(2, 2, 2000, 1.0f, 0, 0, 0.0f, 0);
+}
+
+/* M == 1 and N == 1 take the gemv paths; K == 0 and alpha == 0 only scale C. */
+static void test_sgemm_degenerate(void **state) {
+  int tA, tB, t;
+  (void)state;
+  for (tA = 0; tA < 2; tA++)
+    for (tB = 0; tB < 2; tB++)
+      for (t = 0; t < 4; t++) {
+        check_sgemm(1, rnd_size(300), rnd_size(300), alphas[t], tA, tB, betas[t], t & 1);
+        check_sgemm(rnd_size(300), 1, rnd_size(300), alphas[t], tA, tB, betas[t], t & 2);
+        check_sgemm(1, 1, rnd_size(300), alphas[t], tA, tB, betas[t], 0);
+        check_sgemm(rnd_size(20), rnd_size(20), 0, alphas[t], tA, tB, betas[t], 0);
+        check_sgemm(rnd_size(20), rnd_size(20), 5, 0.0f, tA, tB, betas[t], 0);
+      }
+  /* M or N == 0: nothing to do, nothing touched */
+  mg_sgemm(0, 5, 5, 1.0f, NULL, 5, 0, NULL, 5, 0, 0.0f, NULL, 5, NULL);
+  mg_sgemm(5, 0, 5, 1.0f, NULL, 5, 0, NULL, 5, 0, 0.0f, NULL, 5, NULL);
+  assert_int_equal(mg_sgemm_scratch(0, 5, 5), 0);
+}
+
+/* The scratch size is monotonic in each argument (one buffer sized for the largest
+ * call serves them all). */
+static void test_sgemm_scratch_monotonic(void **state) {
+  int M, N, K;
+  (void)state;
+  for (M = 1; M < 400; M += 37)
+    for (N = 1; N < 4000; N += 397)
+      for (K = 1; K < 600; K += 61) {
+        size_t s = mg_sgemm_scratch(M, N, K);
+        assert_true(mg_sgemm_scratch(M + 1, N, K) >= s);
+        assert_true(mg_sgemm_scratch(M, N + 1, K) >= s);
+        assert_true(mg_sgemm_scratch(M, N, K + 1) >= s);
+      }
+}
+
+/* ---------------------------------------------------------- activations */
+
+static double act_ref(double v, mg_act act, double a, double b) {
+  switch (act) {
+  case MG_ACT_NONE: return v;
+  case MG_ACT_RELU: return v < 0 ? 0 : v;
+  case MG_ACT_CLIP: return v < a ? a : v > b ? b : v;
+  case MG_ACT_LEAKY_RELU: return v < 0 ? a * v : v;
+  case MG_ACT_HARDSIGMOID: return fmax(0, fmin(1, a * v + b));
+  case MG_ACT_HARDSWISH: return v * fmax(0, fmin(1, v / 6 + 0.5));
+  case MG_ACT_SIGMOID: return 1 / (1 + exp(-v));
+  case MG_ACT_SILU: return v / (1 + exp(-v));
+  case MG_ACT_TANH: return tanh(v);
+  case MG_ACT_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+  case MG_ACT_GELU_TANH:
+    return 0.5 * v * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+  }
+  return v;
+}
+
+#define N_ACTS 11
+static void rnd_act(mg_act *act, float *a, float *b) {
+  *act = (mg_act)(rnd() % N_ACTS);
+  *a = *act == MG_ACT_CLIP ? -0.3f : *act == MG_ACT_HARDSIGMOID ? 0.2f : 0.1f;
+  *b = *act == MG_ACT_CLIP ? 0.4f : 0.5f;
+}
+
+/* |act(got) - act(ref)| allowed, given |got - ref| <= err: the activations are
+ * Lipschitz with constant <= 1.5 (hardswish at 3), plus a few ulps for libm. */
+static double act_tol(double err, double ref) { return 1.5 * err + 8 * FLT_EPSILON * fabs(ref) + 1e-7; }
+
+static void test_bias_act(void **state) {
+  int a, i;
+  (void)state;
+  for (a = 0; a < N_ACTS; a++) {
+    float y[3 * 50], y0[3 * 50], bias[3] = {0.5f, -1.0f, 0.0f}, pa = 0.1f, pb = 0.5f;
+    if (a == MG_ACT_CLIP) pa = -0.3f, pb = 0.4f;
+    if (a == MG_ACT_HARDSIGMOID) pa = 0.2f;
+    for (i = 0; i < 150; i++) y0[i] = y[i] = (float)(i % 50 - 25) * 0.3f; /* -7.5 .. 7.2 */
+    mg_bias_act(y, 3, 40, 50, bias, (mg_act)a, pa, pb);
+    for (i = 0; i < 150; i++) {
+      const int c = i / 50;
+      if (i % 50 >= 40) { assert_true(y[i] == y0[i]); continue; } /* past n */
+      {
+        double ref = act_ref((double)y0[i] + bias[c], (mg_act)a, pa, pb);
+        if (!(fabs(y[i] - ref) <= act_tol(fabs(ref) * FLT_EPSILON, ref)))
+          fail_msg("act %d: f(%g + %g) = %.9g, reference %.9g", a, y0[i], bias[c], y[i], ref);
+      }
+    }
+  }
+  { /* NaN propagates through the piecewise-linear ones */
+    float v[3] = {NAN, NAN, NAN};
+    mg_bias_act(v, 1, 1, 1, NULL, MG_ACT_RELU, 0, 0);
+    mg_bias_act(v + 1, 1, 1, 1, NULL, MG_ACT_CLIP, 0, 6);
+    mg_bias_act(v + 2, 1, 1, 1, NULL, MG_ACT_LEAKY_RELU, 0.1f, 0);
+    assert_true(isnan(v[0]) && isnan(v[1]) && isnan(v[2]));
+  }
+}
+
+/* --------------------------------------------------------- convolution */
+
+/* Runs one mg_conv2d and checks it against a direct double convolution. */
+static void check_conv(const mg_conv2d_params *p, int with_bias) {
+  const int Cg = p->C / p->group, Mg = p->M / p->group;
+  const size_t nx = (size_t)p->N * p->C * p->H * p->W;
+  const size_t nw = (size_t)p->M * Cg * p->kh * p->kw;
+  const size_t ny = (size_t)p->N * p->M * p->OH * p->OW;
+  float *x = rnd_array(nx), *w = rnd_array(nw), *bias = with_bias ? rnd_array((size_t)p->M) : NULL;
+  float *y = malloc((ny + 1) * sizeof(float));
+  scratch_buf s = scratch_new(mg_conv2d_scratch(p));
+  int n, m, oh, ow, c, ki, kj;
+  size_t i;
+  assert_non_null(y);
+  for (i = 0; i <= ny; i++) y[i] = NAN; /* y is write-only; y[ny] is a guard */
+  mg_conv2d(p, x, w, bias, y, s.p);
+  assert_true(isnan(y[ny]));
+  for (n = 0; n < p->N; n++)
+    for (m = 0; m < p->M; m++)
+      for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) {
+          const int g = m / Mg;
+          double ref = bias ? bias[m] : 0, mag = bias ? fabs(bias[m]) : 0, r;
+          float got;
+          for (c = 0; c < Cg; c++)
+            for (ki = 0; ki < p->kh; ki++)
+              for (kj = 0; kj < p->kw; kj++) {
+                const int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
+                const int iw = ow * p->stride_w - p->pad_l + kj * p->dil_w;
+                double t;
+                if (ih < 0 || ih >= p->H || iw < 0 || iw >= p->W) continue;
+                t = (double)x[(((size_t)n * p->C + g * Cg + c) * p->H + ih) * p->W + iw] *
+                    w[(((size_t)m * Cg + c) * p->kh + ki) * p->kw + kj];
+                ref += t;
+                mag += fabs(t);
+              }
+          r = act_ref(ref, p->act, p->act_a, p->act_b);
+          got = y[(((size_t)n * p->M + m) * p->OH + oh) * p->OW + ow];
+          if (!(fabs(got - r) <=
+                act_tol((4.0 * sqrt((double)Cg * p->kh * p->kw) + 8.0) * FLT_EPSILON * mag, r)))
+            fail_msg("conv N%d C%d H%d W%d M%d k%dx%d g%d s%d,%d d%d,%d p%d,%d,%d,%d act%d: "
+                     "y[%d][%d][%d][%d] = %.9g, reference %.9g", p->N, p->C, p->H, p->W,
+                     p->M, p->kh, p->kw, p->group, p->stride_h, p->stride_w, p->dil_h,
+                     p->dil_w, p->pad_t, p->pad_l, p->pad_b, p->pad_r, (int)p->act, n, m,
+                     oh, ow, got, r);
+        }
+  scratch_check_free(s);
+  free(x);
+  free(w);
+  free(bias);
+  free(y);
+}
+
+/* Fills OH/OW; returns 0 when the kernel does not fit the padded input. */
+static int finish_params(mg_conv2d_params *p) {
+  p->OH = mg_conv_out_dim(p->H, p->kh, p->stride_h, p->dil_h, p->pad_t, p->pad_b);
+  p->OW = mg_conv_out_dim(p->W, p->kw, p->stride_w, p->dil_w, p->pad_l, p->pad_r);
+  return p->OH >= 1 && p->OW >= 1;
+}
+
+/* kind 0: general (groups 1..3), 1: depthwise (multiplier 1..2), 2: pointwise */
+static void rnd_conv(mg_conv2d_params *p, int kind) {
+  memset(p, 0, sizeof *p);
+  do {
+    const int G = kind == 1 ? rnd_int(2, 12) : rnd_int(1, 3);
+    p->group = G;
+    p->N = rnd_int(1, 2);
+    p->C = kind == 1 ? G : G * rnd_int(1, 7);
+    p->M = kind == 1 ? G * rnd_int(1, 2) : G * rnd_size(20);
+    p->H = rnd_int(1, 19);
+    p->W = rnd_size(40);
+    if (kind == 2) {
+      p->kh = p->kw = p->stride_h = p->stride_w = p->dil_h = p->dil_w = 1;
+    } else {
+      p->kh = rnd_int(1, 5);
+      p->kw = rnd_int(1, 5);
+      p->stride_h = rnd_int(1, 3);
+      p->stride_w = rnd_int(1, 3);
+      p->dil_h = rnd_int(1, 3);
+      p->dil_w = rnd_int(1, 3);
+      p->pad_t = rnd_int(0, 3);
+      p->pad_l = rnd_int(0, 3);
+      p->pad_b = rnd_int(0, 3);
+      p->pad_r = rnd_int(0, 3);
+    }
+    rnd_act(&p->act, &p->act_a, &p->act_b);
+  } while (!finish_params(p));
+}
+
+static void test_conv_random(void **state) {
+  int t;
+  mg_conv2d_params p;
+  (void)state;
+  for (t = 0; t < 300; t++) {
+    rnd_conv(&p, 0);
+    check_conv(&p, rnd() & 1);
+  }
+}
+
+static void test_conv_depthwise(void **state) {
+  int t;
+  mg_conv2d_params p;
+  (void)state;
+  for (t = 0; t < 300; t++) {
+    rnd_conv(&p, 1);
+    check_conv(&p, rnd() & 1);
+  }
+}
+
+static void test_conv_pointwise(void **state) {
+  int t;
+  mg_conv2d_params p;
+  (void)state;
+  for (t = 0; t < 100; t++) {
+    rnd_conv(&p, 2);
+    check_conv(&p, rnd() & 1);
+  }
+}
+
+static mg_conv2d_params conv(int N, int C, int H, int W, int M, int k, int group, int s,
+                             int d, int pad, mg_act act) {
+  mg_conv2d_params p;
+  memset(&p, 0, sizeof p);
+  p.N = N, p.C = C, p.H = H, p.W = W, p.M = M, p.kh = p.kw = k, p.group = group;
+  p.stride_h = p.stride_w = s, p.dil_h = p.dil_w = d;
+  p.pad_t = p.pad_l = p.pad_b = p.pad_r = pad;
+  p.act = act;
+  p.act_a = 0.0f, p.act_b = 6.0f;
+  assert_true(finish_params(&p));
+  return p;
+}
+
+/* Network-like layers: a resnet stem, a 3x3 large enough that im2col runs in
+ * several chunks, a strided 1x1 (im2col, not pointwise), mobilenet depthwise 3x3
+ * at strides 1 and 2 (wide rows: the AVX2 row loops), a grouped 3x3. */
+static void test_conv_layers(void **state) {
+  mg_conv2d_params p;
+  (void)state;
+  p = conv(1, 3, 40, 40, 16, 7, 1, 2, 1, 3, MG_ACT_RELU); check_conv(&p, 1);
+  p = conv(1, 64, 32, 32, 8, 3, 1, 1, 1, 1, MG_ACT_NONE); check_conv(&p, 0);
+  assert_true((size_t)64 * 9 * 32 * 32 > (1u << 19)); /* chunked */
+  p = conv(2, 16, 15, 15, 24, 1, 1, 2, 1, 0, MG_ACT_CLIP); check_conv(&p, 1);
+  p = conv(1, 32, 57, 57, 32, 3, 32, 1, 1, 1, MG_ACT_CLIP); check_conv(&p, 1);
+  p = conv(1, 32, 57, 57, 32, 3, 32, 2, 1, 1, MG_ACT_CLIP); check_conv(&p, 1);
+  p = conv(1, 16, 50, 50, 16, 5, 16, 2, 2, 4, MG_ACT_HARDSWISH); check_conv(&p, 1);
+  p = conv(1, 32, 14, 14, 64, 3, 8, 1, 1, 1, MG_ACT_SILU); check_conv(&p, 1);
+  p = conv(1, 1, 9, 9, 1, 3, 1, 1, 1, 0, MG_ACT_NONE); check_conv(&p, 0);
+}
+
+static void test_conv_out_dim(void **state) {
+  (void)state;
+  assert_int_equal(mg_conv_out_dim(224, 7, 2, 1, 3, 3), 112);
+  assert_int_equal(mg_conv_out_dim(56, 3, 1, 1, 1, 1), 56);
+  assert_int_equal(mg_conv_out_dim(56, 3, 2, 1, 0, 1), 28);
+  assert_int_equal(mg_conv_out_dim(10, 3, 1, 2, 0, 0), 6);
+  assert_int_equal(mg_conv_out_dim(2, 5, 1, 1, 0, 0), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sgemm_random),
+      cmocka_unit_test(test_sgemm_tile_edges),
+      cmocka_unit_test(test_sgemm_block_edges),
+      cmocka_unit_test(test_sgemm_degenerate),
+      cmocka_unit_test(test_sgemm_scratch_monotonic),
+      cmocka_unit_test(test_bias_act),
+      cmocka_unit_test(test_conv_out_dim),
+      cmocka_unit_test(test_conv_random),
+      cmocka_unit_test(test_conv_depthwise),
+      cmocka_unit_test(test_conv_pointwise),
+      cmocka_unit_test(test_conv_layers),
+  };
+#if defined(MG_TEST_REQUIRE_AVX2) && (defined(__GNUC__) || defined(__clang__))
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    printf("CPU lacks AVX2/FMA: skipping the AVX2 build of the runtime tests\n");
+    return 77;
+  }
+#endif
+  printf("runtime path: %s\n", mg_runtime_path());
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
