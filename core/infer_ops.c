@@ -24,6 +24,21 @@ static int bad(infer_ctx *c, mg_node *n, const char *msg) {
   return -1;
 }
 
+/* Compress and Unique: without an axis the result is 1-D of unknown length; with
+ * one, x's shape with that axis's length unknown (it depends on the data). */
+static int data_dependent_axis(infer_ctx *c, mg_node *n, const mg_value *x, mg_shape *s) {
+  const mg_attr *ax = mg_node_attr(n, "axis");
+  if (!ax) *s = rank_unknown_dims(1);
+  else if (x->shape.rank < 0) *s = unknown_rank();
+  else {
+    *s = x->shape;
+    int64_t a = infer_norm_axis(ax->i, s->rank);
+    if (a < 0 || a >= s->rank) return bad(c, n, "axis out of range");
+    s->d[a] = UNK;
+  }
+  return 0;
+}
+
 static mg_dim dim_mul(mg_dim a, mg_dim b) {
   int64_t r;
   if (a.v >= 0 && b.v >= 0) return mg_mul_i64(a.v, b.v, &r) ? (mg_dim){r, NULL} : UNK;
@@ -1240,19 +1255,10 @@ int infer_own(infer_ctx *c, mg_node *n) {
     infer_out(n, 0, IN(1)->dtype, &s);
     return 0;
   }
-  case MG_OP_Compress: {
-    const mg_attr *ax = mg_node_attr(n, "axis");
-    if (!ax) s = rank_unknown_dims(1);
-    else if (x->shape.rank < 0) s = unknown_rank();
-    else {
-      s = x->shape;
-      int64_t a = infer_norm_axis(ax->i, s.rank);
-      if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
-      s.d[a] = UNK;
-    }
+  case MG_OP_Compress:
+    if (data_dependent_axis(c, n, x, &s)) return -1;
     infer_out(n, 0, x->dtype, &s);
     return 0;
-  }
   case MG_OP_NonZero:
     s = (mg_shape){.rank = 2, .d = {{x->shape.rank >= 0 ? x->shape.rank : -1, NULL}, UNK}};
     infer_out(n, 0, MG_I64, &s);
@@ -1270,15 +1276,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
     return 0;
   }
   case MG_OP_Unique: {
-    const mg_attr *ax = mg_node_attr(n, "axis");
-    if (!ax) s = rank_unknown_dims(1);
-    else if (x->shape.rank < 0) s = unknown_rank();
-    else {
-      s = x->shape;
-      int64_t a = infer_norm_axis(ax->i, s.rank);
-      if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
-      s.d[a] = UNK;
-    }
+    if (data_dependent_axis(c, n, x, &s)) return -1;
     infer_out(n, 0, x->dtype, &s);
     mg_shape v = rank_unknown_dims(1);
     infer_out(n, 1, MG_I64, &v);
