@@ -64,11 +64,7 @@ static int fill(void *ctx, int64_t first, int64_t count, void *dst) {
   if (wt_read(f->s, f->t, first, count, f->buf, f->d)) return -1;
   unsigned char *out = dst;
   for (int64_t i = 0; i < count; i++) {
-    double v;
-    const unsigned char *p = f->buf + (size_t)i * mg_dtype_size(from);
-    if (from == MG_F32) { float x; memcpy(&x, p, 4); v = x; }
-    else if (from == MG_F64) memcpy(&v, p, 8);
-    else { uint16_t h; memcpy(&h, p, 2); v = from == MG_F16 ? mg_f16_to_f32(h) : mg_bf16_to_f32(h); }
+    double v = mg_load_f64(from, f->buf + (size_t)i * mg_dtype_size(from));
     if (f->to == MG_F32) {
       float x = (float)v;
       if (isinf(x) && isfinite(v)) f->overflow++;

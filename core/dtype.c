@@ -49,6 +49,25 @@ mg_dtype mg_dtype_parse(const char *s) {
   return MG_UNDEFINED;
 }
 
+double mg_load_f64(mg_dtype t, const void *p) {
+  switch (t) {
+  case MG_F32: { float x; memcpy(&x, p, 4); return x; }
+  case MG_F64: { double x; memcpy(&x, p, 8); return x; }
+  case MG_F16: { uint16_t h; memcpy(&h, p, 2); return mg_f16_to_f32(h); }
+  case MG_BF16: { uint16_t h; memcpy(&h, p, 2); return mg_bf16_to_f32(h); }
+  case MG_I64: { int64_t x; memcpy(&x, p, 8); return (double)x; }
+  case MG_U64: { uint64_t x; memcpy(&x, p, 8); return (double)x; }
+  case MG_I32: { int32_t x; memcpy(&x, p, 4); return x; }
+  case MG_U32: { uint32_t x; memcpy(&x, p, 4); return x; }
+  case MG_I16: { int16_t x; memcpy(&x, p, 2); return x; }
+  case MG_U16: { uint16_t x; memcpy(&x, p, 2); return x; }
+  case MG_I8: return *(const int8_t *)p;
+  case MG_U8: return *(const uint8_t *)p;
+  case MG_BOOL: return *(const uint8_t *)p != 0;
+  default: return 0;
+  }
+}
+
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 

@@ -41,6 +41,10 @@ int mg_dtype_is_signed(mg_dtype t);
 /* Parse "float32", "f32", "int64"...; returns MG_UNDEFINED if unknown. */
 mg_dtype mg_dtype_parse(const char *s);
 
+/* One element of a numeric dtype at p (any alignment) as a double; 0 for
+ * undefined, string and complex types. int64/uint64 beyond 2^53 round. */
+double mg_load_f64(mg_dtype t, const void *p);
+
 /* IEEE half and bfloat16 conversions (round to nearest even). */
 float mg_f16_to_f32(uint16_t h);
 uint16_t mg_f32_to_f16(float f);

@@ -25,12 +25,7 @@ static int load(mg_arena *a, const mg_value *v, num *x) {
     x->f = mg_arena_alloc(a, sizeof(double) * (size_t)(x->n + 1));
     if (!x->f) return -1;
     const unsigned char *p = v->data;
-    for (int64_t k = 0; k < x->n; k++) {
-      const unsigned char *e = p + (size_t)k * es;
-      if (v->dtype == MG_F32) { float t; memcpy(&t, e, 4); x->f[k] = t; }
-      else if (v->dtype == MG_F64) { double t; memcpy(&t, e, 8); x->f[k] = t; }
-      else { uint16_t h; memcpy(&h, e, 2); x->f[k] = v->dtype == MG_F16 ? mg_f16_to_f32(h) : mg_bf16_to_f32(h); }
-    }
+    for (int64_t k = 0; k < x->n; k++) x->f[k] = mg_load_f64(v->dtype, p + (size_t)k * es);
   } else {
     x->i = mg_arena_alloc(a, sizeof(int64_t) * (size_t)(x->n + 1));
     if (!x->i) return -1;

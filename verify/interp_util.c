@@ -66,14 +66,7 @@ mg_array *it_out(interp_ctx *c, const mg_node *n, mg_rvalue **out, int i, mg_dty
 
 double it_get_f64(const mg_array *t, int64_t k) {
   const unsigned char *p = (const unsigned char *)t->data + (size_t)k * mg_dtype_size(t->dtype);
-  switch (t->dtype) {
-  case MG_F32: { float x; memcpy(&x, p, 4); return x; }
-  case MG_F64: { double x; memcpy(&x, p, 8); return x; }
-  case MG_F16: { uint16_t h; memcpy(&h, p, 2); return mg_f16_to_f32(h); }
-  case MG_BF16: { uint16_t h; memcpy(&h, p, 2); return mg_bf16_to_f32(h); }
-  case MG_U64: { uint64_t x; memcpy(&x, p, 8); return (double)x; }
-  default: return (double)it_get_i64(t, k);
-  }
+  return mg_load_f64(t->dtype, p);
 }
 
 int64_t it_get_i64(const mg_array *t, int64_t k) {

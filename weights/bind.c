@@ -23,12 +23,7 @@ static double *src_f64(const wt_source *s, const wt_tensor *t, mg_diags *d) {
     mg_free(v);
     return NULL;
   }
-  for (int64_t i = 0; i < n; i++) {
-    const unsigned char *p = raw + (size_t)i * es;
-    if (t->dtype == MG_F32) { float f; memcpy(&f, p, 4); v[i] = f; }
-    else if (t->dtype == MG_F64) memcpy(&v[i], p, 8);
-    else { uint16_t h; memcpy(&h, p, 2); v[i] = t->dtype == MG_F16 ? mg_f16_to_f32(h) : mg_bf16_to_f32(h); }
-  }
+  for (int64_t i = 0; i < n; i++) v[i] = mg_load_f64(t->dtype, raw + (size_t)i * es);
   mg_free(raw);
   return v;
 }
@@ -40,11 +35,8 @@ static double *init_f64(const mg_value *v) {
   double *o = mg_malloc(sizeof(double) * (size_t)(n + 1));
   if (!o) return NULL;
   const unsigned char *p = v->data;
-  for (int64_t i = 0; i < n; i++) {
-    if (v->dtype == MG_F32) { float f; memcpy(&f, p + 4 * i, 4); o[i] = f; }
-    else if (v->dtype == MG_F64) memcpy(&o[i], p + 8 * i, 8);
-    else { uint16_t h; memcpy(&h, p + 2 * i, 2); o[i] = v->dtype == MG_F16 ? mg_f16_to_f32(h) : mg_bf16_to_f32(h); }
-  }
+  size_t es = mg_dtype_size(v->dtype);
+  for (int64_t i = 0; i < n; i++) o[i] = mg_load_f64(v->dtype, p + (size_t)i * es);
   return o;
 }
 

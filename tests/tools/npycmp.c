@@ -11,15 +11,7 @@
 #include <string.h>
 
 static double get(const mg_array *a, int64_t k) {
-  const unsigned char *p = (const unsigned char *)a->data + (size_t)k * mg_dtype_size(a->dtype);
-  switch (a->dtype) {
-  case MG_F32: { float x; memcpy(&x, p, 4); return x; }
-  case MG_F64: { double x; memcpy(&x, p, 8); return x; }
-  case MG_I64: { int64_t x; memcpy(&x, p, 8); return (double)x; }
-  case MG_I32: { int32_t x; memcpy(&x, p, 4); return x; }
-  case MG_F16: { uint16_t h; memcpy(&h, p, 2); return mg_f16_to_f32(h); }
-  default: return *p;
-  }
+  return mg_load_f64(a->dtype, (const unsigned char *)a->data + (size_t)k * mg_dtype_size(a->dtype));
 }
 
 int main(int argc, char **argv) {
