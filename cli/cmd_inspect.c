@@ -158,14 +158,11 @@ int cmd_inspect(int argc, char **argv) {
     param_bytes += (int64_t)m->graph->inits[i]->nbytes;
   }
   d.file = path;
-  if (mg_prepare(m, ov, n_ov, &d)) {
-    rc = EXIT_BAD_INPUT;
-    free(h);
-    goto out;
-  }
-  /* the coverage summary line: the same analysis `migc coverage` reports */
+  /* Preparation and the coverage summary line in one pass: the analysis
+   * `migc coverage` reports runs mg_prepare on m itself. Without rules, plain
+   * preparation. */
   double rate[MAP_TARGET_COUNT] = {0};
-  int have_rates = 0;
+  int have_rates = 0, prepared = 0;
   {
     rule_set *rs[MAP_TARGET_COUNT] = {NULL, rules_new("ascend"), rules_new("mindspore")};
     const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
@@ -176,15 +173,25 @@ int cmd_inspect(int argc, char **argv) {
     int ok = rs[1] && rs[2] && !rules_load(rs[1], rp, &quiet);
     snprintf(rp, sizeof rp, "%s/mindspore.xml", dir);
     ok = ok && !rules_load(rs[2], rp, &quiet);
-    cov_model cm;
-    if (ok && !coverage_analyze(path, rs, &cm, &quiet)) {
+    if (ok) {
+      cov_model cm;
+      size_t errors = d.errors;
+      int r = coverage_analyze_model(m, path, ov, n_ov, rs, &cm, &d);
+      prepared = !r && !cm.prepare_failed && d.errors == errors;
       for (int t = 0; t < MAP_TARGET_COUNT; t++) rate[t] = coverage_rate(&cm, t);
-      have_rates = 1;
+      have_rates = prepared;
+      coverage_free(&cm);
+    } else {
+      mg_warn(&d, IO, NULL, NULL, "coverage rules could not be loaded from %s", dir);
+      prepared = !mg_prepare(m, ov, n_ov, &d);
     }
-    if (ok) coverage_free(&cm);
-    if (!ok) mg_warn(&d, IO, NULL, NULL, "coverage rules could not be loaded from %s", dir);
     for (int t = 0; t < MAP_TARGET_COUNT; t++) rules_free(rs[t]);
     mg_diags_free(&quiet);
+  }
+  if (!prepared) {
+    rc = EXIT_BAD_INPUT;
+    free(h);
+    goto out;
   }
   static_stats st = {0};
   mg_graph_walk(m->graph, shape_graph, &st);

@@ -19,17 +19,27 @@ static int in_graph(const mg_graph *g, const mg_node *n) {
 }
 
 int coverage_analyze(const char *path, rule_set *const rs[MAP_TARGET_COUNT], cov_model *cm, mg_diags *d) {
-  memset(cm, 0, sizeof *cm);
-  mg_arena_init(&cm->arena, 64 * 1024);
-  cm->model = mg_arena_strdup(&cm->arena, path);
   mg_model *m = NULL;
   size_t first = d->count;
   if (onnx_import(path, d, &m)) {
+    memset(cm, 0, sizeof *cm);
+    mg_arena_init(&cm->arena, 64 * 1024);
+    cm->model = mg_arena_strdup(&cm->arena, path);
     char line[1024] = "cannot be read";
     if (d->count > first) mg_diag_format(&d->items[first], line, sizeof line);
     cm->error = mg_arena_strdup(&cm->arena, line);
     return -1;
   }
+  int rc = coverage_analyze_model(m, path, NULL, 0, rs, cm, d);
+  mg_model_free(m);
+  return rc;
+}
+
+int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_override *ov, int n_ov,
+                           rule_set *const rs[MAP_TARGET_COUNT], cov_model *cm, mg_diags *d) {
+  memset(cm, 0, sizeof *cm);
+  mg_arena_init(&cm->arena, 64 * 1024);
+  cm->model = mg_arena_strdup(&cm->arena, path);
   /* The model's own nodes, before folding removes any. */
   mg_graph *g = m->graph;
   int n = g->n_nodes;
@@ -38,8 +48,10 @@ int coverage_analyze(const char *path, rule_set *const rs[MAP_TARGET_COUNT], cov
   if (n) memcpy(orig, g->nodes, sizeof(mg_node *) * (size_t)n);
   const char *saved = d->file;
   d->file = path;
-  if (mg_prepare(m, NULL, 0, d)) /* shapes stay partly unknown; mapping still runs */
+  if (mg_prepare(m, ov, n_ov, d)) { /* shapes stay partly unknown; mapping still runs */
+    cm->prepare_failed = 1;
     mg_warn(d, SHAPE, NULL, NULL, "shape inference failed; statuses that need shapes say dynamic-shape");
+  }
   d->file = saved;
   cm->ops = mg_arena_alloc(&cm->arena, sizeof(cov_op) * (size_t)(n + 1));
   if (!cm->ops) goto oom;
@@ -83,10 +95,8 @@ int coverage_analyze(const char *path, rule_set *const rs[MAP_TARGET_COUNT], cov
   /* node names must outlive the model */
   for (int k = 0; k < cm->n_ops; k++)
     for (int j = 0; j < cm->ops[k].count; j++) cm->ops[k].nodes[j] = mg_arena_strdup(&cm->arena, cm->ops[k].nodes[j]);
-  mg_model_free(m);
   return 0;
 oom:
-  mg_model_free(m);
   mg_error(d, OOM, NULL, NULL, "out of memory");
   cm->error = "out of memory";
   return -1;
