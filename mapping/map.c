@@ -12,7 +12,7 @@ const char *map_target_name(int t) {
 
 int map_cpu_supports(mg_op op) {
   switch (op) {
-#define KERNEL(name) case MG_OP_##name: return 1;
+#define KERNEL(name, flags) case MG_OP_##name: return 1;
 #include "../runtime/kernels.def"
 #undef KERNEL
   default:

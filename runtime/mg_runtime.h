@@ -29,10 +29,56 @@
 #define MG_RUNTIME_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ------------------------------------------------------------ common */
+
+/* Element types of the dtype-generic kernels. The values equal ONNX's
+ * TensorProto.DataType, so generated code may write either. bool is one byte
+ * holding 0 or 1; float16 and bfloat16 are stored as uint16_t bit patterns and
+ * computed in float (rounded to nearest even on store). */
+typedef enum {
+  MG_RT_F32 = 1, MG_RT_U8 = 2, MG_RT_I8 = 3, MG_RT_U16 = 4, MG_RT_I16 = 5,
+  MG_RT_I32 = 6, MG_RT_I64 = 7, MG_RT_BOOL = 9, MG_RT_F16 = 10, MG_RT_F64 = 11,
+  MG_RT_U32 = 12, MG_RT_U64 = 13, MG_RT_BF16 = 16
+} mg_rt_dtype;
+
+/* Bytes per element of t; 0 for a value that is not an mg_rt_dtype. */
+size_t mg_rt_dtype_size(mg_rt_dtype t);
+/* IEEE half and bfloat16 <-> float, round to nearest even, NaN kept. */
+float mg_rt_f16_to_f32(uint16_t h);
+uint16_t mg_rt_f32_to_f16(float f);
+float mg_rt_bf16_to_f32(uint16_t h);
+uint16_t mg_rt_f32_to_bf16(float f);
+
+/* A generated model as the runner sees it (one per model in a project; the
+ * conformance runner links many). Shapes are static. Functions return 0 on
+ * success and a nonzero MG_RT_E* code otherwise. */
+enum { MG_RT_OK = 0, MG_RT_EIO = 1, MG_RT_EFORMAT = 2, MG_RT_ENOMEM = 3, MG_RT_EARG = 4 };
+typedef struct {
+  const char *name;        /* as in the ONNX graph */
+  mg_rt_dtype dtype;
+  int rank;
+  const int64_t *shape;    /* rank dims */
+  size_t bytes;            /* element size times element count */
+} mg_rt_io;
+typedef struct {
+  const char *name;        /* model name, for --model in multi-model runners */
+  int n_inputs, n_outputs;
+  const mg_rt_io *inputs, *outputs;
+  size_t instance_size;    /* sizeof the model's model_t */
+  /* weights_path NULL: the embedded weights (error if the project has none). */
+  int (*init)(void *instance, const char *weights_path);
+  int (*run)(void *instance, const void *const *inputs, void *const *outputs);
+  void (*release)(void *instance);
+} mg_rt_model;
+
+/* Text for an MG_RT_E* code. */
+const char *mg_rt_strerror(int code);
 
 /* Returns a static string naming the compiled path and its micro-tile MRxNR:
  * "avx2-fma 6x16", "sse2 4x8", "neon 8x8" or "portable 4x8", for logs and
@@ -145,5 +191,10 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
 #ifdef __cplusplus
 }
 #endif
+
+/* The kernel families, one header and one .c file each. */
+#include "mg_rt_elementwise.h"
+#include "mg_rt_tensor.h"
+#include "mg_rt_nn.h"
 
 #endif /* MG_RUNTIME_H */

@@ -1,0 +1,71 @@
+/* Shared helpers of the migc CPU runtime: element sizes, half-precision
+ * conversions and error texts (contract in mg_runtime.h). */
+#include "mg_runtime.h"
+
+#include <string.h>
+
+size_t mg_rt_dtype_size(mg_rt_dtype t) {
+  switch (t) {
+  case MG_RT_U8: case MG_RT_I8: case MG_RT_BOOL: return 1;
+  case MG_RT_U16: case MG_RT_I16: case MG_RT_F16: case MG_RT_BF16: return 2;
+  case MG_RT_F32: case MG_RT_I32: case MG_RT_U32: return 4;
+  case MG_RT_I64: case MG_RT_U64: case MG_RT_F64: return 8;
+  }
+  return 0;
+}
+
+static uint32_t float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+static float bits_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+float mg_rt_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (man << 13));
+  if (exp) return bits_float(sign | ((exp + 112u) << 23) | (man << 13));
+  if (!man) return bits_float(sign);
+  /* subnormal half: man * 2^-24, exact in float */
+  float v = (float)man * (1.0f / 16777216.0f);
+  return sign ? -v : v;
+}
+
+uint16_t mg_rt_f32_to_f16(float f) {
+  uint32_t u = float_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u | ((a >> 13) & 0x3ffu) : 0));
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504 */
+  if (a < 0x38800000u) { /* result is subnormal or zero: round a * 2^24 to an integer */
+    float v = bits_float(a) * 16777216.0f;
+    uint32_t q = (uint32_t)v;
+    float rem = v - (float)q;
+    if (rem > 0.5f || (rem == 0.5f && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+  }
+  uint32_t rounded = a + 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+float mg_rt_bf16_to_f32(uint16_t h) { return bits_float((uint32_t)h << 16); }
+
+uint16_t mg_rt_f32_to_bf16(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+const char *mg_rt_strerror(int code) {
+  switch (code) {
+  case MG_RT_OK: return "ok";
+  case MG_RT_EIO: return "cannot read the weights file";
+  case MG_RT_EFORMAT: return "the weights file does not belong to this model";
+  case MG_RT_ENOMEM: return "out of memory";
+  case MG_RT_EARG: return "bad argument";
+  }
+  return "unknown error";
+}
