@@ -74,6 +74,10 @@ int cg_lower(mg_model *m, const cg_options *o, cg_report *r, mg_diags *d);
  * buffers, arena_bytes, lower_bound, weights_bytes). */
 int cg_fuse(cg_ctx *c, cg_report *r);
 int cg_plan(cg_ctx *c, cg_report *r);
+/* The plan's invariants: buffers live at the same step never share a byte, all
+ * fit the arena, offsets are aligned, and the arena is not under the lower bound.
+ * Records an internal-error diagnostic and returns -1 when one breaks. */
+int cg_plan_verify(const cg_ctx *c, mg_diags *d);
 /* Writes every file of the project; model_c is the finished model.c text. */
 int cg_write_project(cg_ctx *c, const char *dir, const char *model_c, const char *model_h);
 /* The text of model.c (returned) and of model.h (*model_h), both mg_malloc'd;

@@ -318,3 +318,20 @@ int cg_plan(cg_ctx *c, cg_report *r) {
   r->weights_bytes = c->weights_bytes;
   return 0;
 }
+
+int cg_plan_verify(const cg_ctx *c, mg_diags *d) {
+  int bad = 0;
+  for (int i = 0; i < c->n_buffers; i++) {
+    const cg_buffer *a = &c->buffers[i];
+    if (a->offset % ALIGN || a->offset + a->bytes > c->arena_bytes || a->first > a->last) bad = 1;
+    for (int j = i + 1; j < c->n_buffers && !bad; j++) {
+      const cg_buffer *b = &c->buffers[j];
+      int live_together = a->first <= b->last && b->first <= a->last;
+      int share_bytes = a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+      if (live_together && share_bytes) bad = 1;
+    }
+  }
+  if (c->arena_bytes < c->lower_bound) bad = 1;
+  if (bad) mg_error(d, GRAPH, NULL, NULL, "internal error: the arena plan overlaps live buffers");
+  return bad ? -1 : 0;
+}

@@ -487,7 +487,7 @@ static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report
     mg_error(d, OOM, NULL, NULL, "out of memory generating C");
     return -1;
   }
-  return 0;
+  return cg_plan_verify(c, d);
 }
 
 int cg_check_model(mg_model *m, mg_diags *d) {
