@@ -166,12 +166,14 @@ static size_t assign_offsets(cg_buffer *bufs, int n) {
     for (int j = 0; j < n_placed; j++)
       if (placed[j]->first <= b->last && b->first <= placed[j]->last) live[n_live++] = placed[j];
     qsort(live, (size_t)n_live, sizeof *live, cmp_offset);
-    size_t best = (size_t)-1, best_gap = (size_t)-1, at = 0;
+    size_t best = 0, best_gap = 0, at = 0;
+    int found = 0;
     for (int j = 0; j <= n_live; j++) {
       size_t end = j < n_live ? live[j]->offset : (size_t)-1;
-      if (end > at && end - at >= b->bytes && end - at < best_gap) {
+      if (end > at && end - at >= b->bytes && (!found || end - at < best_gap)) {
         best = at;
         best_gap = end - at;
+        found = 1;
       }
       if (j < n_live && live[j]->offset + live[j]->bytes > at) at = live[j]->offset + live[j]->bytes;
     }
