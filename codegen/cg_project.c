@@ -56,52 +56,41 @@ static void io_table(cg_ctx *c, cg_buf *b, const char *p, const char *kind, mg_v
   cg_buf_printf(b, "};\n");
 }
 
-/* Checksum of the weights payload, as the generated model_init recomputes it. */
-static uint64_t weights_hash(cg_ctx *c) {
-  /* mg_rt_hash over the payload as laid out in the file: stream it in pieces */
-  uint64_t h = 0xcbf29ce484222325ull;
+typedef struct {
+  uint64_t h;
   unsigned char carry[8];
-  int n_carry = 0;
-  size_t pos = 0;
-  static const unsigned char zeros[64];
-  mg_graph *g = c->g;
-  for (int v = 0; v <= g->n_values; v++) {
-    const unsigned char *p;
-    size_t len;
-    if (v < g->n_values && c->place[v].at == CG_AT_WEIGHT) {
-      size_t pad = c->place[v].offset - pos;
-      p = zeros;
-      len = pad;
-      /* padding first, then the data */
-      for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < len; i++) {
-          carry[n_carry++] = p[i];
-          if (n_carry == 8) {
-            uint64_t w = 0;
-            for (int k = 7; k >= 0; k--) w = (w << 8) | carry[k];
-            h = (h ^ w) * 0x100000001b3ull;
-            n_carry = 0;
-          }
-        }
-        pos += len;
-        p = g->values[v]->data;
-        len = g->values[v]->nbytes;
-      }
-    } else if (v == g->n_values) {
-      size_t pad = c->weights_bytes - pos;
-      for (size_t i = 0; i < pad; i++) {
-        carry[n_carry++] = 0;
-        if (n_carry == 8) {
-          uint64_t w = 0;
-          for (int k = 7; k >= 0; k--) w = (w << 8) | carry[k];
-          h = (h ^ w) * 0x100000001b3ull;
-          n_carry = 0;
-        }
-      }
+  int n_carry;
+} hash_ctx;
+
+static void hash_word(hash_ctx *x, const unsigned char *p) {
+  uint64_t w = 0;
+  for (int k = 7; k >= 0; k--) w = (w << 8) | p[k];
+  x->h = (x->h ^ w) * 0x100000001b3ull;
+}
+
+/* mg_rt_hash over a stream: whole words as they come, a partial word carried. */
+static void emit_hash(void *ctx, const unsigned char *p, size_t n) {
+  hash_ctx *x = ctx;
+  while (n && x->n_carry) {
+    x->carry[x->n_carry++] = *p++;
+    n--;
+    if (x->n_carry == 8) {
+      hash_word(x, x->carry);
+      x->n_carry = 0;
     }
   }
-  for (int i = 0; i < n_carry; i++) h = (h ^ carry[i]) * 0x100000001b3ull;
-  return h;
+  for (; n >= 8; p += 8, n -= 8) hash_word(x, p);
+  while (n--) x->carry[x->n_carry++] = *p++;
+}
+
+static void for_payload(cg_ctx *c, void (*emit)(void *ctx, const unsigned char *p, size_t n), void *ctx);
+
+/* Checksum of the weights payload, as the generated model_init recomputes it. */
+static uint64_t weights_hash(cg_ctx *c) {
+  hash_ctx x = {.h = 0xcbf29ce484222325ull};
+  for_payload(c, emit_hash, &x);
+  for (int i = 0; i < x.n_carry; i++) x.h = (x.h ^ x.carry[i]) * 0x100000001b3ull;
+  return x.h;
 }
 
 char *cg_model_sources(cg_ctx *c, char **model_h) {
