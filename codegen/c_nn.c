@@ -326,14 +326,15 @@ int cg_emit_GlobalLpPool(cg_ctx *c, const mg_node *n) { return emit_global_pool(
 /* --------------------------------------------------------- normalisations */
 
 /* Inference BatchNormalization as y = x*scale[c] + shift[c], scale and shift
- * folded here from the constant inputs (in double, rounded once). */
+ * folded here from the constant inputs (in double, rounded once); with run-time
+ * statistics, mg_batchnorm folds them per call. */
 int cg_emit_BatchNormalization(cg_ctx *c, const mg_node *n) {
   const mg_value *x = n->in[0], *y = n->out[0];
   int64_t N, C, size, ch, i;
   float *v[4], *scale, *shift;
   double eps = mg_attr_float(n, "epsilon", 1e-5f);
   cg_act act;
-  char fa[40], fb[40];
+  char fa[40], fb[40], fe[40];
   const char *sn, *tn;
   if (mg_attr_int(n, "training_mode", 0))
     return cg_unsupported(c, n, "training_mode=1 (batch statistics)");
@@ -344,9 +345,20 @@ int cg_emit_BatchNormalization(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
   if (planes_of(c, n, x, &N, &C, &size)) return -1;
   for (i = 0; i < 4; i++) {
-    if (!cg_is_const(n->in[1 + i]))
-      return cg_unsupported(c, n, "non-constant scale, B, mean or var");
+    if (!nn_is_f32(n->in[1 + i])) return cg_unsupported(c, n, "scale, B, mean, var must be float32");
     if (cg_numel(n->in[1 + i]) != C) return cg_unsupported(c, n, "scale, B, mean, var need C values");
+  }
+  cg_fused_act(c, n, &act);
+  cg_need(c, "nn.c");
+  cg_need(c, "conv.c");
+  if (!cg_is_const(n->in[1]) || !cg_is_const(n->in[2]) || !cg_is_const(n->in[3]) ||
+      !cg_is_const(n->in[4])) {
+    /* statistics known only at run time: folded per call */
+    cg_line(c, "mg_batchnorm(%lld, %lld, %lld, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);",
+            (long long)N, (long long)C, (long long)size, cg_in(c, x), cg_in(c, n->in[1]),
+            cg_in(c, n->in[2]), cg_in(c, n->in[3]), cg_in(c, n->in[4]),
+            nn_flit(fe, (float)eps), cg_out(c, y), act.act, nn_flit(fa, act.a), nn_flit(fb, act.b));
+    return 0;
   }
   scale = malloc(sizeof(float) * (size_t)(4 * C + 2 * C + 1));
   if (!scale) return cg_unsupported(c, n, "out of memory");
@@ -366,9 +378,6 @@ int cg_emit_BatchNormalization(cg_ctx *c, const mg_node *n) {
   sn = cg_f32s(c, scale + 4 * C, (int)C);
   tn = cg_f32s(c, shift, (int)C);
   free(scale);
-  cg_fused_act(c, n, &act);
-  cg_need(c, "nn.c");
-  cg_need(c, "conv.c");
   cg_line(c, "mg_channel_affine(%lld, %lld, %lld, %s, %s, %s, %s, %s, %s, %s);", (long long)N,
           (long long)C, (long long)size, sn, tn, cg_in(c, x), cg_out(c, y), act.act,
           nn_flit(fa, act.a), nn_flit(fb, act.b));

@@ -56,6 +56,13 @@ void mg_global_lppool(int planes, int size, float p, const float *x, float *y);
 void mg_channel_affine(int N, int C, int size, const float *scale, const float *shift,
                        const float *x, float *y, mg_act act, float a, float b);
 
+/* Inference BatchNormalization with run-time statistics: per channel,
+ * s = scale[c] / sqrt(var[c] + eps), y = act((x - mean[c]) * s + bias[c]). y may
+ * equal x. */
+void mg_batchnorm(int N, int C, int size, const float *x, const float *scale,
+                  const float *bias, const float *mean, const float *var, float eps,
+                  float *y, mg_act act, float a, float b);
+
 /* LayerNormalization over `rows` contiguous runs of `len` values:
  * y = (x - mean) / sqrt(var + eps) * scale[i] + bias[i] (population variance);
  * bias may be NULL; mean and inv_std (one float per row) may be NULL. y may equal

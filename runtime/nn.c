@@ -181,6 +181,21 @@ void mg_channel_affine(int N, int C, int size, const float *scale, const float *
     }
 }
 
+void mg_batchnorm(int N, int C, int size, const float *x, const float *scale,
+                  const float *bias, const float *mean, const float *var, float eps,
+                  float *y, mg_act act, float a, float b) {
+  int n, c, i;
+  for (n = 0; n < N; n++)
+    for (c = 0; c < C; c++) {
+      const size_t base = ((size_t)n * C + c) * size;
+      const float s = scale[c] / sqrtf(var[c] + eps), t = bias[c] - mean[c] * s;
+      const float *xr = x + base;
+      float *yr = y + base;
+      for (i = 0; i < size; i++) yr[i] = xr[i] * s + t;
+      if (act != MG_ACT_NONE) mg_bias_act(yr, 1, size, size, NULL, act, a, b);
+    }
+}
+
 /* Mean and 1/sqrt(var + eps) of n values, two passes (no cancellation). */
 static void moments(const float *x, int n, float eps, float *mean, float *inv_std) {
   float acc[LANES] = {0}, sq = 0.0f, mu;

@@ -245,6 +245,30 @@ static void test_channel_affine(void **state) {
   }
 }
 
+static void test_batchnorm(void **state) {
+  int t, n, c, i;
+  (void)state;
+  for (t = 0; t < 30; t++) {
+    const int N = rnd_int(1, 3), C = rnd_int(1, 9), sz = rnd_int(1, 40);
+    const size_t total = (size_t)N * C * sz;
+    const float eps = t & 1 ? 1e-5f : 1e-1f;
+    float *x = rnd_array(total), *s = rnd_array((size_t)C), *b = rnd_array((size_t)C);
+    float *m = rnd_array((size_t)C), *v = rnd_array((size_t)C), *y = out_array(total);
+    for (c = 0; c < C; c++) v[c] = fabsf(v[c]) + 0.1f;
+    mg_batchnorm(N, C, sz, x, s, b, m, v, eps, y, MG_ACT_NONE, 0, 0);
+    for (n = 0; n < N; n++)
+      for (c = 0; c < C; c++)
+        for (i = 0; i < sz; i++) {
+          size_t at = ((size_t)n * C + c) * sz + i;
+          double inv = 1 / sqrt((double)v[c] + eps);
+          double ref = ((double)x[at] - m[c]) * inv * s[c] + b[c];
+          expect_near(y[at], ref, 1e-5 * (fabs(ref) + fabs(m[c] * inv * s[c]) + 1), "batchnorm", at);
+        }
+    free(x), free(s), free(b), free(m), free(v);
+    out_check_free(y, total);
+  }
+}
+
 /* Mean and 1/std of n doubles (the reference). */
 static void ref_moments(const float *x, size_t n, double eps, double *mean, double *inv) {
   double s = 0, q = 0;
@@ -565,6 +589,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pools_random),   cmocka_unit_test(test_pools_layers),
       cmocka_unit_test(test_global_pools),   cmocka_unit_test(test_channel_affine),
+      cmocka_unit_test(test_batchnorm),
       cmocka_unit_test(test_layernorm),      cmocka_unit_test(test_groupnorm),
       cmocka_unit_test(test_lrn),            cmocka_unit_test(test_resize_axis),
       cmocka_unit_test(test_resize_bilinear), cmocka_unit_test(test_conv_transpose),
