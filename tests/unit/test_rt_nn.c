@@ -182,6 +182,15 @@ static void test_pools_layers(void **state) {
     p.OH = p.OW = pool_out(p.H, p.kh, p.stride_h, 1, p.pad_t, p.pad_b, g[i][4]);
     for (k = 0; k < 3; k++) check_pool(&p, k);
   }
+  { /* rows wider than the stack row buffer take the tap-by-tap path */
+    mg_pool2d_params p;
+    memset(&p, 0, sizeof p);
+    p.planes = 2, p.H = 5, p.W = 1100, p.kh = 3, p.kw = 2, p.stride_h = 2, p.stride_w = 3;
+    p.dil_h = p.dil_w = 1, p.pad_t = p.pad_l = 1, p.pad_b = p.pad_r = 1, p.p = 2.0f;
+    p.OH = pool_out(p.H, 3, 2, 1, 1, 1, 0);
+    p.OW = pool_out(p.W, 2, 3, 1, 1, 1, 1);
+    for (k = 0; k < 3; k++) check_pool(&p, k);
+  }
 }
 
 static void test_global_pools(void **state) {
