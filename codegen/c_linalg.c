@@ -49,9 +49,7 @@ int cg_emit_Gemm(cg_ctx *c, const mg_node *n) {
       sn = cd[0] == 1 ? 0 : 1;
     }
   }
-  cg_need(c, "sgemm.c");
-  cg_need(c, "matmul.c");
-  cg_need(c, "conv.c"); /* mg_bias_act */
+  nn_need(c, "matmul.c");
   if (C)
     cg_line(c, "mg_fill_broadcast2d(%lld, %lld, %s, %lld, %lld, %s, %s);", (long long)M,
             (long long)N, cg_in(c, C), (long long)sm, (long long)sn, nn_flit(fb, beta),
@@ -101,9 +99,7 @@ int cg_emit_MatMul(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "output shape differs from the computed one");
   if (!nn_fits_int(cg_numel(A)) || !nn_fits_int(cg_numel(B)) || !nn_fits_int(cg_numel(y)))
     return cg_unsupported(c, n, "tensor too large");
-  cg_need(c, "sgemm.c");
-  cg_need(c, "matmul.c");
-  cg_need(c, "conv.c");
+  nn_need(c, "matmul.c");
   if (b_batch == 1 && a_batch == batch) {
     /* one B for all: A's batch rows are consecutive M-row blocks */
     cg_line(c, "mg_sgemm(%lld, %lld, %lld, 1.0f, %s, %lld, 0, %s, %lld, 0, 0.0f, %s, %lld, %s);",

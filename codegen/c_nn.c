@@ -146,8 +146,7 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
                   (long long)g.pb[0], (long long)g.pb[1], (long long)g.pe[0], (long long)g.pe[1],
                   (long long)g.out[0], (long long)g.out[1], act.act, nn_flit(fa, act.a),
                   nn_flit(fb, act.b));
-  cg_need(c, "conv.c");
-  cg_need(c, "sgemm.c");
+  nn_need(c, "conv.c");
   cg_line(c, "mg_conv2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), cg_in(c, w),
           b ? cg_in(c, b) : "NULL", cg_out(c, y), cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
   return 0;
@@ -227,8 +226,7 @@ int cg_emit_ConvTranspose(cg_ctx *c, const mg_node *n) {
                   (long long)M, (long long)k[0], (long long)k[1], (long long)G, (long long)s[0],
                   (long long)s[1], (long long)d[0], (long long)d[1], (long long)pb[0],
                   (long long)pb[1], (long long)out[0], (long long)out[1]);
-  cg_need(c, "conv.c");
-  cg_need(c, "sgemm.c");
+  nn_need(c, "conv.c");
   cg_line(c, "mg_conv_transpose2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), cg_in(c, w),
           b ? cg_in(c, b) : "NULL", cg_out(c, y),
           cg_scratch(c, "mg_conv_transpose2d_scratch(&%s)", prm));
@@ -275,8 +273,7 @@ static int emit_pool(cg_ctx *c, const mg_node *n, int kind) {
                   kind == POOL_AVG ? (int)(mg_attr_int(n, "count_include_pad", 0) != 0) : 0,
                   nn_flit(fp, (float)p));
   fn = kind == POOL_MAX ? "mg_maxpool2d" : kind == POOL_AVG ? "mg_avgpool2d" : "mg_lppool2d";
-  cg_need(c, "nn.c");
-  cg_need(c, "conv.c"); /* nn.c's affine epilogue calls mg_bias_act */
+  nn_need(c, "nn.c");
   cg_line(c, "%s(&%s, %s, %s);", fn, prm, cg_in(c, x), cg_out(c, y));
   return 0;
 }
@@ -306,8 +303,7 @@ static int emit_global_pool(cg_ctx *c, const mg_node *n, int kind) {
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
   if (planes_of(c, n, x, &N, &C, &size)) return -1;
   if (cg_numel(y) != N * C) return cg_unsupported(c, n, "output shape differs from N x C x 1...");
-  cg_need(c, "nn.c");
-  cg_need(c, "conv.c");
+  nn_need(c, "nn.c");
   if (kind == POOL_LP) {
     if (p < 1 || p > 64) return cg_unsupported(c, n, "p = %lld", (long long)p);
     cg_line(c, "mg_global_lppool(%lld, %lld, %s, %s, %s);", (long long)(N * C), (long long)size,
@@ -349,8 +345,7 @@ int cg_emit_BatchNormalization(cg_ctx *c, const mg_node *n) {
     if (cg_numel(n->in[1 + i]) != C) return cg_unsupported(c, n, "scale, B, mean, var need C values");
   }
   cg_fused_act(c, n, &act);
-  cg_need(c, "nn.c");
-  cg_need(c, "conv.c");
+  nn_need(c, "nn.c");
   if (!cg_is_const(n->in[1]) || !cg_is_const(n->in[2]) || !cg_is_const(n->in[3]) ||
       !cg_is_const(n->in[4])) {
     /* statistics known only at run time: folded per call */
@@ -465,8 +460,7 @@ int cg_emit_LayerNormalization(cg_ctx *c, const mg_node *n) {
   if (!(sc = ln_param(c, n, n->in[1], xr - (int)axis, xd + axis, inner))) return -1;
   if (n->n_in > 2 && n->in[2] && !(bi = ln_param(c, n, n->in[2], xr - (int)axis, xd + axis, inner)))
     return -1;
-  cg_need(c, "nn.c");
-  cg_need(c, "conv.c");
+  nn_need(c, "nn.c");
   cg_line(c, "mg_layernorm(%lld, %lld, %s, %s, %s, %s, %s, %s, %s);", (long long)outer,
           (long long)inner, cg_in(c, x), sc, bi, nn_flit(fe, mg_attr_float(n, "epsilon", 1e-5f)),
           cg_out(c, y), mo ? cg_out(c, mo) : "NULL", io ? cg_out(c, io) : "NULL");
@@ -510,8 +504,7 @@ static int emit_group_norm(cg_ctx *c, const mg_node *n, int64_t G) {
     names[k] = cg_f32s(c, dst, (int)C);
     free(src);
   }
-  cg_need(c, "nn.c");
-  cg_need(c, "conv.c");
+  nn_need(c, "nn.c");
   cg_line(c, "mg_groupnorm(%lld, %lld, %lld, %lld, %s, %s, %s, %s, %s);", (long long)N,
           (long long)C, (long long)G, (long long)size, cg_in(c, x), names[0], names[1],
           nn_flit(fe, mg_attr_float(n, "epsilon", 1e-5f)), cg_out(c, y));
@@ -539,8 +532,7 @@ int cg_emit_LRN(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
   if (!sa || sa->i < 1 || sa->i > (1 << 20)) return cg_unsupported(c, n, "size must be positive");
   if (planes_of(c, n, x, &N, &C, &size)) return -1;
-  cg_need(c, "nn.c");
-  cg_need(c, "conv.c");
+  nn_need(c, "nn.c");
   cg_line(c, "mg_lrn(%lld, %lld, %lld, %lld, %s, %s, %s, %s, %s);", (long long)N, (long long)C,
           (long long)size, (long long)sa->i, nn_flit(fa, mg_attr_float(n, "alpha", 1e-4f)),
           nn_flit(fb, mg_attr_float(n, "beta", 0.75f)), nn_flit(fc, mg_attr_float(n, "bias", 1.0f)),

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* A float as an exact C99 constant expression: a hex float literal, or INFINITY /
  * NAN (mg_rt_nn.h includes math.h for them). buf needs 40 chars; returns buf. */
@@ -18,6 +19,17 @@ static inline const char *nn_flit(char *buf, float f) {
 /* Whether every value fits the runtime's int parameters (with room for products
  * the kernels form, which are bounded by element counts checked separately). */
 static inline int nn_fits_int(int64_t v) { return v >= INT_MIN / 2 && v <= INT_MAX / 2; }
+
+/* cg_need for a runtime file of this family and the files its calls reach:
+ * nn.c and matmul.c call mg_bias_act (conv.c), which lives beside the
+ * convolutions that call mg_sgemm (sgemm.c). */
+static inline void nn_need(cg_ctx *c, const char *file) {
+  cg_need(c, file);
+  if (strcmp(file, "resize.c")) {
+    cg_need(c, "conv.c");
+    cg_need(c, "sgemm.c");
+  }
+}
 
 /* Whether value v (an input or output that must be present) is a float32 tensor. */
 static inline int nn_is_f32(const mg_value *v) { return v && v->dtype == MG_F32; }

@@ -157,7 +157,7 @@ int cg_emit_Resize(cg_ctx *c, const mg_node *n) {
   double scale[MG_MAX_RANK], outf[MG_MAX_RANK], rs[MG_MAX_RANK], re[MG_MAX_RANK];
   int axes[MG_MAX_RANK], order[MG_MAX_RANK], r, na, i, a, no = 0, pass, npass = 0, rc = 0;
   rz_axis ax[MG_MAX_RANK];
-  rz_opts o;
+  rz_opts o = {0, 0, 0, 0, 0.0};
   const int64_t *axv;
   size_t nax;
   char fe[40];
@@ -243,7 +243,7 @@ int cg_emit_Resize(cg_ctx *c, const mg_node *n) {
   for (pass = 0; pass < 2 && !rc; pass++)
     for (a = 0; a < r; a++)
       if (!ax[a].identity && (od[a] < xd[a]) == (pass == 0)) order[no++] = a;
-  cg_need(c, "resize.c");
+  nn_need(c, "resize.c");
   if (rc) {
     /* reported above */
   } else if (r == 4 && no == 2 && order[0] == 2 && order[1] == 3 && o.mode == RM_LINEAR &&
