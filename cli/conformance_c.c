@@ -110,7 +110,7 @@ static int only_shape_uses(const mg_graph *g, const mg_value *v) {
   return uses > 0;
 }
 
-/* Turns integer graph inputs that only decide shapes (shape_operand) into
+/* Turns graph inputs that only decide shapes (shape_operand) into
  * constants holding set 0's data; bound[i] marks them (by original input index). */
 static int bind_int_inputs(mg_model *m, const mg_array *in, int n_in, char *bound) {
   mg_graph *g = m->graph;
@@ -120,8 +120,7 @@ static int bind_int_inputs(mg_model *m, const mg_array *in, int n_in, char *boun
     const mg_array *a = NULL;
     for (int j = 0; j < n_in; j++)
       if (in[j].name && !strcmp(in[j].name, v->name)) a = &in[j];
-    int is_int = v->dtype == MG_I64 || v->dtype == MG_I32;
-    if (!is_int || !a || a->dtype != v->dtype || !only_shape_uses(g, v)) {
+    if (!a || a->dtype != v->dtype || !only_shape_uses(g, v)) {
       g->inputs[k++] = v;
       continue;
     }
@@ -222,8 +221,7 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     int same = 1;
     for (int j = 0; j < n_ins[s] && s > 0; j++)
       for (int k = 0; k < n_ins[0]; k++)
-        if (!strcmp(ins[s][j].name, ins[0][k].name) && ins[0][k].dtype != MG_F32 &&
-            (ins[0][k].dtype == MG_I64 || ins[0][k].dtype == MG_I32)) {
+        if (!strcmp(ins[s][j].name, ins[0][k].name)) {
           int is_bound = 1;
           for (int r2 = 0; r2 < t.n_in; r2++) is_bound &= strcmp(t.in_names[r2], ins[0][k].name) != 0;
           if (is_bound && (ins[s][j].nbytes != ins[0][k].nbytes || memcmp(ins[s][j].data, ins[0][k].data, ins[0][k].nbytes)))
