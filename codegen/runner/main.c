@@ -5,7 +5,7 @@
  *
  * It reads each graph input from a .npy file (dtype and shape must match the
  * model exactly), runs the model once, and writes D/<output name>.npy (written
- * to a temporary file, then renamed). With --repeat N it then runs N more timed
+ * to a temporary file, then renamed; D is created if missing). With --repeat N it then runs N more timed
  * inferences and prints "median_ms X". The weights file defaults to the one
  * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
  * failure inside the model. The models it serves are listed in models.c. */
@@ -14,7 +14,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 extern const mg_rt_model *const mg_rt_models[];
@@ -174,6 +176,21 @@ static int write_npy(const char *dir, const mg_rt_io *io, const void *data) {
   return 0;
 }
 
+/* mkdir -p; 0 when dir exists afterwards. */
+static int make_dirs(const char *dir) {
+  char buf[4096];
+  size_t i, n = strlen(dir);
+  if (n >= sizeof buf) return -1;
+  memcpy(buf, dir, n + 1);
+  for (i = 1; i < n; i++)
+    if (buf[i] == '/') {
+      buf[i] = 0;
+      if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+      buf[i] = '/';
+    }
+  return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -302,6 +319,11 @@ int main(int argc, char **argv) {
   if (rc) {
     fprintf(stderr, "runner: the model failed: %s\n", mg_rt_strerror(rc));
     rc = 3;
+    goto done;
+  }
+  if (make_dirs(outdir)) {
+    fprintf(stderr, "runner: cannot create %s\n", outdir);
+    rc = 2;
     goto done;
   }
   for (i = 0; i < md->n_outputs; i++)
