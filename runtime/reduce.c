@@ -405,7 +405,8 @@ void mg_softmax_f32(mg_softmax_kind kind, int64_t outer, int64_t n, int64_t inne
     float *y = dst + o * n * inner;
     for (i0 = 0; i0 < inner; i0 += COLS) {
       int64_t w = inner - i0 < COLS ? inner - i0 : COLS;
-      float m[COLS], s[COLS];
+      float m[COLS];
+      double s[COLS]; /* double: log(s) near 0 must not lose the small terms */
       int64_t arg[COLS];
       int bad = 0;
       for (i = 0; i < w; i++) m[i] = x[i0 + i], arg[i] = 0, s[i] = 0;
@@ -432,13 +433,15 @@ void mg_softmax_f32(mg_softmax_kind kind, int64_t outer, int64_t n, int64_t inne
           s[i] += e;
         }
       if (kind == MG_SOFTMAX) {
-        for (i = 0; i < w; i++) s[i] = 1.0f / s[i];
+        float inv[COLS];
+        for (i = 0; i < w; i++) inv[i] = (float)(1.0 / s[i]);
         for (j = 0; j < n; j++)
-          for (i = 0; i < w; i++) y[j * inner + i0 + i] *= s[i];
+          for (i = 0; i < w; i++) y[j * inner + i0 + i] *= inv[i];
       } else {
-        for (i = 0; i < w; i++) s[i] = (float)log(s[i]);
+        float lse[COLS];
+        for (i = 0; i < w; i++) lse[i] = (float)log(s[i]);
         for (j = 0; j < n; j++)
-          for (i = 0; i < w; i++) y[j * inner + i0 + i] = (x[j * inner + i0 + i] - m[i]) - s[i];
+          for (i = 0; i < w; i++) y[j * inner + i0 + i] = (x[j * inner + i0 + i] - m[i]) - lse[i];
       }
     }
   }
