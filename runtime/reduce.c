@@ -326,17 +326,23 @@ void mg_cumsum(mg_rt_dtype t, int exclusive, int reverse, int64_t outer, int64_t
 
 /* ------------------------------------------------------ softmax family */
 
-/* exp(x) for x <= 0 (x - max), about 1 ulp, branch-free so loops vectorise:
- * x = k ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^k by exponent
- * bits. Below -87.3 (where exp underflows float's normal range) gives 0. */
+/* exp(x) for x <= 0 (x - max), about 1 ulp: x = k ln2 + r, |r| <= ln2/2, exp(r)
+ * by a degree-6 polynomial, 2^k by exponent bits. Below -87.3 (where exp leaves
+ * float's normal range) it gives 0. The clamp and that select are done on the bit
+ * patterns (for x <= 0 a larger pattern is a more negative number) because float
+ * compares would keep GCC from vectorising under -ftrapping-math. */
 static float exp_nonpos(float x) {
-  float xc = x < -87.3f ? -87.3f : x;
-  float k = floorf(xc * 1.44269504088896341f + 0.5f);
-  float r = xc - k * 0.693359375f;
-  float p;
+  uint32_t ub, under, cb, rb;
+  const uint32_t lim = 0xC2AE999Au; /* -87.3f */
+  float xc, k, r, p, scale, res;
   int32_t ki;
-  uint32_t bits;
-  float scale;
+  memcpy(&ub, &x, 4);
+  under = ub > lim;
+  cb = under ? lim : ub;
+  memcpy(&xc, &cb, 4);
+  /* round to nearest by the 1.5 * 2^23 trick (vectorises without SSE4.1) */
+  k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  r = xc - k * 0.693359375f;
   r = r + k * 2.12194440e-4f;
   p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -346,19 +352,42 @@ static float exp_nonpos(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   ki = (int32_t)k;
-  bits = (uint32_t)(ki + 127) << 23;
-  memcpy(&scale, &bits, 4);
-  return x < -87.3f ? 0.0f : p * scale;
+  rb = (uint32_t)(ki + 127) << 23;
+  memcpy(&scale, &rb, 4);
+  res = p * scale;
+  memcpy(&rb, &res, 4);
+  rb &= under - 1u;
+  memcpy(&res, &rb, 4);
+  return res;
+}
+
+/* Sum of n floats in 8 lanes (vectorisable without reassociation flags), in double
+ * at the end. */
+static double lanes_sum(const float *v, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double s = 0;
+  int64_t j;
+  int l;
+  for (j = 0; j + 8 <= n; j += 8)
+    for (l = 0; l < 8; l++) acc[l] += v[j + l];
+  for (; j < n; j++) s += v[j];
+  for (l = 0; l < 8; l++) s += acc[l];
+  return s;
 }
 
 /* One contiguous row: softmax / log-softmax / hardmax of x into y (may alias). */
 static void softmax_row(mg_softmax_kind kind, const float *x, float *y, int64_t n) {
-  float m = -INFINITY;
+  float m, mx[8];
   int64_t j, arg = 0;
   double s = 0;
-  int nan = 0;
+  int nan = 0, l;
   if (n <= 0) return;
-  for (j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+  for (l = 0; l < 8; l++) mx[l] = -INFINITY;
+  for (j = 0; j + 8 <= n; j += 8)
+    for (l = 0; l < 8; l++) mx[l] = x[j + l] > mx[l] ? x[j + l] : mx[l];
+  m = mx[0];
+  for (l = 1; l < 8; l++) m = mx[l] > m ? mx[l] : m;
+  for (; j < n; j++) m = x[j] > m ? x[j] : m;
   for (j = 0; j < n; j++) nan |= x[j] != x[j];
   if (kind == MG_HARDMAX) {
     float mm = x[0];
@@ -377,17 +406,16 @@ static void softmax_row(mg_softmax_kind kind, const float *x, float *y, int64_t 
     return;
   }
   if (kind == MG_SOFTMAX) {
-    float fs = 0, inv;
-    for (j = 0; j < n; j++) {
-      float e = exp_nonpos(x[j] - m);
-      y[j] = e;
-      fs += e;
-    }
-    inv = 1.0f / fs;
+    float inv;
+    for (j = 0; j < n; j++) y[j] = exp_nonpos(x[j] - m);
+    inv = (float)(1.0 / lanes_sum(y, n));
     for (j = 0; j < n; j++) y[j] *= inv;
   } else {
-    float lse;
-    for (j = 0; j < n; j++) s += exp_nonpos(x[j] - m);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, lse;
+    for (j = 0; j + 8 <= n; j += 8)
+      for (l = 0; l < 8; l++) acc[l] += exp_nonpos(x[j + l] - m);
+    for (; j < n; j++) s += exp_nonpos(x[j] - m);
+    for (l = 0; l < 8; l++) s += acc[l];
     lse = (float)log(s);
     for (j = 0; j < n; j++) y[j] = (x[j] - m) - lse;
   }
