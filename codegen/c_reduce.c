@@ -164,19 +164,33 @@ static int arg_extreme(cg_ctx *c, const mg_node *n, int is_min) {
 int cg_emit_ArgMax(cg_ctx *c, const mg_node *n) { return arg_extreme(c, n, 0); }
 int cg_emit_ArgMin(cg_ctx *c, const mg_node *n) { return arg_extreme(c, n, 1); }
 
-/* CumSum: axis is the constant input 1; exclusive, reverse. In place. */
+/* CumSum: exclusive, reverse; axis (input 1) a constant, or read at run time
+ * (then the kernel splits the static dims itself). In place. */
 int cg_emit_CumSum(cg_ctx *c, const mg_node *n) {
   int64_t axis = 0, outer, len, inner, xd[MG_MAX_RANK];
-  if (!n->in[1] || cg_const_ints(n->in[1], &axis, 1) != 1)
-    return cg_unsupported(c, n, "axis must be a one-value constant");
-  if (n->in[0] && cg_dims(n->in[0], xd) == 0) return cg_unsupported(c, n, "input must have rank >= 1");
+  const mg_value *av = n->in[1];
+  if (!n->in[0] || cg_dims(n->in[0], xd) == 0) return cg_unsupported(c, n, "input must have rank >= 1");
+  if (!av || cg_numel(av) != 1 || (av->dtype != MG_I32 && av->dtype != MG_I64))
+    return cg_unsupported(c, n, "axis must be one int32/int64 value");
+  int ex = mg_attr_int(n, "exclusive", 0) != 0, rev = mg_attr_int(n, "reverse", 0) != 0;
+  if (!cg_is_const(av)) {
+    int xr;
+    if (io_check(c, n, xd, &xr)) return -1;
+    if (cg_numel(n->in[0]) == 0) return 0;
+    cg_need(c, "reduce.c");
+    cg_need(c, "tensor.c");
+    cg_line(c, "mg_cumsum_axis(%s, %d, %d, %d, %s, mg_tensor_load_i64(%s, %s, 0), %s, %s);",
+            cg_rt_dtype(n->in[0]->dtype), ex, rev, xr, cg_i64s(c, xd, xr), cg_rt_dtype(av->dtype),
+            cg_vin(c, av), cg_vin(c, n->in[0]), cg_vout(c, n->out[0]));
+    return 0;
+  }
+  if (cg_const_ints(av, &axis, 1) != 1) return cg_unsupported(c, n, "cannot read axis");
   if (axis_split(c, n, axis, &outer, &len, &inner)) return -1;
   if (outer * len * inner == 0) return 0;
   cg_need(c, "reduce.c");
   cg_need(c, "tensor.c");
-  cg_line(c, "mg_cumsum(%s, %d, %d, %lld, %lld, %lld, %s, %s);", cg_rt_dtype(n->in[0]->dtype),
-          mg_attr_int(n, "exclusive", 0) != 0, mg_attr_int(n, "reverse", 0) != 0, (long long)outer,
-          (long long)len, (long long)inner, cg_vin(c, n->in[0]), cg_vout(c, n->out[0]));
+  cg_line(c, "mg_cumsum(%s, %d, %d, %lld, %lld, %lld, %s, %s);", cg_rt_dtype(n->in[0]->dtype), ex, rev,
+          (long long)outer, (long long)len, (long long)inner, cg_vin(c, n->in[0]), cg_vout(c, n->out[0]));
   return 0;
 }
 

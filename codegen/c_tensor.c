@@ -529,20 +529,29 @@ static int space_depth(cg_ctx *c, const mg_node *n, int to_space) {
 int cg_emit_DepthToSpace(cg_ctx *c, const mg_node *n) { return space_depth(c, n, 1); }
 int cg_emit_SpaceToDepth(cg_ctx *c, const mg_node *n) { return space_depth(c, n, 0); }
 
-/* Trilu: k from the optional constant input 1. Works in place. */
+/* Trilu: k from the optional input 1, a constant or read at run time. In place. */
 int cg_emit_Trilu(cg_ctx *c, const mg_node *n) {
   io t;
   if (io_get(c, n, &t)) return -1;
-  int64_t k = 0;
-  int has, nk = const_list(c, n, 1, "k", &k, 1, &has);
-  if (nk < 0) return -1;
-  if (has && nk != 1) return cg_unsupported(c, n, "k must hold one value");
+  const mg_value *kv = n->n_in > 1 ? n->in[1] : NULL;
+  char kexpr[256] = "0";
+  if (kv) {
+    int64_t k = 0;
+    if (cg_numel(kv) != 1 || !cg_rt_dtype(kv->dtype) || kv->dtype == MG_BOOL)
+      return cg_unsupported(c, n, "k must hold one integer");
+    if (cg_is_const(kv)) {
+      if (cg_const_ints(kv, &k, 1) != 1) return cg_unsupported(c, n, "cannot read k");
+      snprintf(kexpr, sizeof kexpr, "%lldLL", (long long)k);
+    } else {
+      snprintf(kexpr, sizeof kexpr, "mg_tensor_load_i64(%s, %s, 0)", cg_rt_dtype(kv->dtype), cg_vin(c, kv));
+    }
+  }
   if (t.xr < 2) return cg_unsupported(c, n, "input must have rank >= 2");
   int64_t R = t.xd[t.xr - 2], C = t.xd[t.xr - 1];
   if (cg_numel(t.x) == 0) return 0;
   cg_need(c, "tensor.c");
-  cg_line(c, "mg_trilu(%zu, %lld, %lld, %lld, %lldLL, %d, %s, %s);", t.es,
-          (long long)(cg_numel(t.x) / (R * C)), (long long)R, (long long)C, (long long)k,
+  cg_line(c, "mg_trilu(%zu, %lld, %lld, %lld, %s, %d, %s, %s);", t.es,
+          (long long)(cg_numel(t.x) / (R * C)), (long long)R, (long long)C, kexpr,
           mg_attr_int(n, "upper", 1) != 0, cg_vin(c, t.x), cg_vout(c, t.y));
   return 0;
 }

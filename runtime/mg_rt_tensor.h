@@ -153,6 +153,11 @@ void mg_argextreme(mg_rt_dtype t, int is_min, int select_last, int64_t outer, in
 void mg_cumsum(mg_rt_dtype t, int exclusive, int reverse, int64_t outer, int64_t n,
                int64_t inner, const void *src, void *dst);
 
+/* mg_cumsum along an axis known only at run time: dims (rank >= 1) split there;
+ * a negative axis counts from the end, an out-of-range one is clamped. */
+void mg_cumsum_axis(mg_rt_dtype t, int exclusive, int reverse, int rank, const int64_t *dims,
+                    int64_t axis, const void *src, void *dst);
+
 typedef enum { MG_SOFTMAX = 0, MG_LOG_SOFTMAX, MG_HARDMAX } mg_softmax_kind;
 
 /* Softmax / LogSoftmax / Hardmax over n of [outer, n, inner], max subtracted;

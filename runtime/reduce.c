@@ -324,6 +324,17 @@ void mg_cumsum(mg_rt_dtype t, int exclusive, int reverse, int64_t outer, int64_t
     }
 }
 
+void mg_cumsum_axis(mg_rt_dtype t, int exclusive, int reverse, int rank, const int64_t *dims,
+                    int64_t axis, const void *src, void *dst) {
+  int64_t outer = 1, inner = 1;
+  int d, a;
+  if (axis < 0) axis += rank;
+  a = axis < 0 ? 0 : axis >= rank ? rank - 1 : (int)axis;
+  for (d = 0; d < a; d++) outer *= dims[d];
+  for (d = a + 1; d < rank; d++) inner *= dims[d];
+  mg_cumsum(t, exclusive, reverse, outer, dims[a], inner, src, dst);
+}
+
 /* ------------------------------------------------------ softmax family */
 
 /* exp(x) for x <= 0 (x - max), about 1 ulp: x = k ln2 + r, |r| <= ln2/2, exp(r)
