@@ -4,12 +4,6 @@
  * computing like the reference interpreter (see mg_rt_tensor.h). */
 #include "mg_runtime.h"
 
-/* Generated projects build with -O2, where GCC's cheap vectoriser cost model skips
- * the softmax and reduction loops below (about 5x slower); ask for -O3 here. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3")
-#endif
-
 #include <math.h>
 #include <string.h>
 
