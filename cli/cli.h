@@ -14,6 +14,7 @@ int cmd_ckpt(int argc, char **argv);
 int cmd_coverage(int argc, char **argv);
 int cmd_weights(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 /* Prints every recorded diagnostic to stderr, one line each. */
 void cli_report(const mg_diags *d);

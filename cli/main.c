@@ -15,6 +15,7 @@ static const struct {
     {"convert", cmd_convert, "generate a C project for CPUs (plus checkpoint and coverage report)"},
     {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},
     {"conformance", cmd_conformance, "run ONNX backend test folders; N passed, N failed, N skipped"},
+    {"verify", cmd_verify, "parity gate: outputs and gradients against PyTorch, first diverging node, JUnit"},
 };
 
 static void usage(FILE *f) {

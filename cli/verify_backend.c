@@ -1,0 +1,219 @@
+/* migc verify: the C backend (build, run, trace) and the checkpoint check. */
+#define _XOPEN_SOURCE 700
+#include "cli.h"
+#include "verify_cli.h"
+#include "wcheck.h"
+#include "weights.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st, (void)flag, (void)f;
+  return remove(path);
+}
+
+void verify_rmtree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Runs argv (stdout discarded, stderr kept, or both discarded when quiet); the exit
+ * status, or -1 when it cannot start or dies from a signal. */
+static int run_child(char *const argv[], int quiet) {
+  fflush(stdout), fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      if (quiet) dup2(null, 2);
+    }
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* out[n] = dir/leaf; paths too long for PATH_MAX are cut (and then fail to open). */
+static void path_join(char *out, size_t n, const char *dir, const char *leaf) {
+  int k = snprintf(out, n, "%s/%s", dir, leaf);
+  if (k < 0 || (size_t)k >= n) out[0] = 0; /* an empty path fails to open, never a wrong one */
+}
+
+/* Makes v->tmpdir once. */
+static int work_dir(vctx *v) {
+  if (v->tmpdir[0]) return 0;
+  const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(v->tmpdir, sizeof v->tmpdir, "%s/migc-verify-XXXXXX", base);
+  if (!mkdtemp(v->tmpdir)) {
+    mg_error(&v->d, IO, v->tmpdir, NULL, "cannot create a work folder: %s", strerror(errno));
+    v->tmpdir[0] = 0;
+    return -1;
+  }
+  return 0;
+}
+
+/* The generated project's folder: OUTDIR/cpu, or a fresh conversion of the ONNX. */
+static int project_dir(vctx *v, char *cpu, size_t n) {
+  if (v->outdir[0]) {
+    path_join(cpu, n, v->outdir, "cpu");
+    return 0;
+  }
+  char out[PATH_MAX];
+  path_join(out, sizeof out, v->tmpdir, "converted");
+  char *argv[] = {"convert", v->onnx, "-o", out, "--cpu-only", NULL};
+  if (cmd_convert(5, argv)) {
+    mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend c: `migc convert %s` failed", v->onnx);
+    return -1;
+  }
+  path_join(cpu, n, out, "cpu");
+  return 0;
+}
+
+/* Writes the inputs as .npy files and runs the runner; extra is an optional pair
+ * of arguments ("--trace", DIR). Returns the runner's exit status or -1. */
+static int run_runner(vctx *v, const char *runner, const char *outdir, const char *extra1, const char *extra2) {
+  char *argv[2 * 64 + 8];
+  char specs[64][PATH_MAX + 600];
+  int a = 0;
+  argv[a++] = (char *)runner;
+  for (int i = 0; i < v->n_inputs && i < 64; i++) {
+    char path[PATH_MAX];
+    char leaf[32];
+    snprintf(leaf, sizeof leaf, "input_%d.npy", i);
+    path_join(path, sizeof path, v->tmpdir, leaf);
+    if (access(path, R_OK) && npy_write_file(path, &v->inputs[i], &v->d)) return -1;
+    snprintf(specs[i], sizeof specs[i], "%s=%s", v->inputs[i].name, path);
+    argv[a++] = "--input";
+    argv[a++] = specs[i];
+  }
+  argv[a++] = "--output-dir";
+  argv[a++] = (char *)outdir;
+  if (extra1) argv[a++] = (char *)extra1, argv[a++] = (char *)extra2;
+  argv[a] = NULL;
+  return run_child(argv, extra1 != NULL);
+}
+
+int verify_c_forward(vctx *v) {
+  char cpu[PATH_MAX], runner[PATH_MAX], outdir[PATH_MAX];
+  if (work_dir(v) || project_dir(v, cpu, sizeof cpu)) return -1;
+  path_join(runner, sizeof runner, cpu, "runner");
+  if (access(runner, X_OK)) {
+    char *argv[] = {"make", "-s", "-C", cpu, NULL};
+    if (run_child(argv, 0)) {
+      mg_error(&v->d, IO, cpu, NULL, "--backend c: `make -C %s` failed", cpu);
+      return -1;
+    }
+  }
+  path_join(outdir, sizeof outdir, v->tmpdir, "out");
+  int rc = run_runner(v, runner, outdir, NULL, NULL);
+  if (rc) {
+    mg_error(&v->d, IO, runner, NULL, "--backend c: the runner failed (exit %d)", rc);
+    return -1;
+  }
+  mg_graph *g = v->m->graph;
+  v->outs = calloc((size_t)g->n_outputs + 1, sizeof *v->outs);
+  if (!v->outs) return -1;
+  for (int i = 0; i < g->n_outputs; i++) {
+    char safe[520], path[PATH_MAX];
+    cli_safe_name(g->outputs[i]->name, safe, sizeof safe - 4);
+    strcat(safe, ".npy");
+    path_join(path, sizeof path, outdir, safe);
+    if (npy_read_file(path, &v->outs[i], &v->d)) return -1;
+  }
+  return 0;
+}
+
+int verify_c_trace(vctx *v) {
+  char cpu[PATH_MAX], runner[PATH_MAX], outdir[PATH_MAX];
+  if (work_dir(v)) return -1;
+  if (v->outdir[0]) path_join(cpu, sizeof cpu, v->outdir, "cpu");
+  else path_join(cpu, sizeof cpu, v->tmpdir, "converted/cpu");
+  path_join(runner, sizeof runner, cpu, "runner");
+  path_join(outdir, sizeof outdir, v->tmpdir, "trace_out");
+  path_join(v->trace_dir, sizeof v->trace_dir, v->tmpdir, "trace");
+  int rc = run_runner(v, runner, outdir, "--trace", v->trace_dir);
+  if (rc) {
+    snprintf(v->loc_note, sizeof v->loc_note,
+             "the runner failed with --trace (exit %d): rebuild the project with a migc whose runners trace", rc);
+    return -1;
+  }
+  return 0;
+}
+
+/* Fills pairs from the weight map's "tensors": every checkpoint tensor bound to an
+ * initializer by name, by value or transposed. Counts the rest in *skipped. */
+static int map_pairs(const json_t *map, wcheck_pair **out, int *n_out, int *skipped) {
+  json_t *tensors = json_object_get(map, "tensors");
+  size_t count = json_array_size(tensors), i;
+  wcheck_pair *p = calloc(count + 1, sizeof *p);
+  if (!p) return -1;
+  int n = 0;
+  json_t *t;
+  *skipped = 0;
+  json_array_foreach(tensors, i, t) {
+    const char *ms = json_string_value(json_object_get(t, "mindspore"));
+    const char *init = json_string_value(json_object_get(t, "initializer"));
+    const char *how = json_string_value(json_object_get(t, "binding"));
+    const char *transform = json_string_value(json_object_get(t, "transform"));
+    if (!ms) continue; /* dropped from the checkpoint (num_batches_tracked) */
+    if (!init || !how || (strcmp(how, "name") && strcmp(how, "value") && strcmp(how, "transpose"))) {
+      (*skipped)++;
+      continue;
+    }
+    wcheck_pair *q = &p[n++];
+    q->tag = ms;
+    q->init = init;
+    q->transposed = !strcmp(how, "transpose");
+    q->cast = transform && strstr(transform, "cast:");
+    json_t *shape = json_object_get(t, "shape");
+    q->rank = (int)json_array_size(shape);
+    if (q->rank > 16) q->rank = 16;
+    for (int k = 0; k < q->rank; k++) q->dims[k] = json_integer_value(json_array_get(shape, (size_t)k));
+  }
+  *out = p;
+  *n_out = n;
+  return 0;
+}
+
+int verify_weights(vctx *v) {
+  wt_source *ck = NULL;
+  wcheck_pair *pairs = NULL;
+  wcheck_item *items = NULL;
+  int n = 0, skipped = 0, rc = -1;
+  if (ckpt_open(v->opt.ckpt, &ck, &v->d)) return -1;
+  if (map_pairs(v->map, &pairs, &n, &skipped)) goto done;
+  items = calloc((size_t)n + 1, sizeof *items);
+  v->wres = calloc((size_t)n + 1, sizeof *v->wres);
+  if (!items || !v->wres || wcheck_run(v->m, ck, pairs, n, items, &v->d)) goto done;
+  for (int i = 0; i < n; i++) {
+    vresult *r = &v->wres[v->n_wres++];
+    memset(r, 0, sizeof *r);
+    r->kind = V_WEIGHT;
+    r->status = items[i].status == WC_OK ? V_PASS : V_FAIL;
+    snprintf(r->name, sizeof r->name, "%s", pairs[i].tag);
+    snprintf(r->init, sizeof r->init, "%s", pairs[i].init);
+    r->m = items[i].m;
+    r->compared = items[i].compared;
+    r->tol = (parity_tol){0, 0, -1, -1};
+    if (items[i].status != WC_OK)
+      snprintf(r->why, sizeof r->why, "%s%s%s", items[i].why, items[i].node[0] ? "; read by node " : "",
+               items[i].node);
+  }
+  v->wchecked = n;
+  v->wunmapped = skipped;
+  rc = 0;
+done:
+  free(items);
+  free(pairs);
+  wt_close(ck);
+  return rc;
+}

@@ -1,0 +1,93 @@
+/* Shared by the files of `migc verify` (cmd_verify.c: arguments and the flow;
+ * verify_report.c: table, JSON, JUnit; verify_backend.c: the C backend and the
+ * checkpoint check). */
+#ifndef MG_VERIFY_CLI_H
+#define MG_VERIFY_CLI_H
+#include "interp.h"
+#include "localize.h"
+#include "parity.h"
+#include "policy.h"
+#include <jansson.h>
+#include <limits.h>
+#ifdef MIGC_HAVE_AUTODIFF
+#include "autodiff.h"
+#endif
+
+struct wt_source;
+
+typedef enum { V_OUTPUT, V_INPUT_GRAD, V_PARAM_GRAD, V_GROUP, V_WEIGHT } vkind;
+typedef enum { V_PASS, V_FAIL, V_ERROR } vstatus;
+
+/* One compared thing: an output, an input gradient, a parameter gradient, a
+ * gradient group (a torch module's parameters together) or a checkpoint tensor. */
+typedef struct {
+  vkind kind;
+  vstatus status;
+  char name[512];
+  char group[512];  /* module prefix for gradients */
+  char init[512];   /* graph initializer (parameter gradients, weights) */
+  char shape[128];
+  parity_tol tol;
+  parity_metrics m;
+  int compared;     /* metrics are valid */
+  int members;      /* groups: parameters in the group */
+  char why[768];    /* reason for a failure or an error */
+  const mg_array *got, *ref; /* parameter gradients, kept for grouping */
+  mg_array own;     /* an owned transposed copy of got, when needed */
+} vresult;
+
+typedef struct {
+  const char *target, *backend, *policy, *junit, *json, *map, *ckpt;
+  double rtol, atol; /* -1: from the policy/defaults */
+  int grad, no_localize;
+} vopts;
+
+typedef struct {
+  vopts opt;
+  mg_diags d;
+  char onnx[PATH_MAX], reference[PATH_MAX], pth[PATH_MAX], outdir[PATH_MAX];
+  char ckpt_buf[PATH_MAX], map_buf[PATH_MAX], tmpdir[PATH_MAX], trace_dir[PATH_MAX];
+  char model_name_buf[512];
+  const char *model_name;
+  parity_policy *policy;
+  json_t *map;
+  mg_model *m;
+  mg_array *ref;
+  int n_ref;
+  mg_array *inputs; /* per graph input, borrowing the reference's data */
+  int n_inputs;
+  mg_array *outs;   /* forward outputs, graph order */
+  vresult *res;
+  int n_res, cap_res;
+  vresult *wres;    /* checkpoint check rows */
+  int n_wres;
+  int wchecked, wunmapped;
+#ifdef MIGC_HAVE_AUTODIFF
+  grad_result grads;
+#endif
+  int have_grads;
+  struct wt_source *pth_src;
+  loc_result loc;
+  int localised;
+  char loc_note[256];
+  double t_forward, t_grad, t_total;
+} vctx;
+
+/* verify_backend.c */
+/* Builds (when needed) and runs OUTDIR/cpu/runner, or converts the ONNX into a
+ * temporary folder first; fills v->outs. 0, or -1 with diagnostics. */
+int verify_c_forward(vctx *v);
+/* Runs the runner again with --trace into v->trace_dir. 0, or -1 (v->loc_note says
+ * why, e.g. the runner has no trace mode). */
+int verify_c_trace(vctx *v);
+/* Checks v->opt.ckpt against the graph's initializers through the weight map,
+ * filling v->wres. 0, or -1 when the files cannot be read. */
+int verify_weights(vctx *v);
+/* Removes a directory tree the command created. */
+void verify_rmtree(const char *dir);
+
+/* verify_report.c */
+void verify_print(const vctx *v);
+int verify_write_json(vctx *v);
+int verify_write_junit(vctx *v);
+#endif

@@ -1,0 +1,58 @@
+/* JUnit XML writer (see junit.h). */
+#include "junit.h"
+#include <errno.h>
+#include <libxml/xmlwriter.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int attr_f(xmlTextWriterPtr w, const char *name, double v) {
+  return xmlTextWriterWriteFormatAttribute(w, (const xmlChar *)name, "%.6f", v);
+}
+
+int junit_write(const char *path, const char *suite, const junit_case *cases, int n, double time, mg_diags *d) {
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+  xmlTextWriterPtr w = xmlNewTextWriterFilename(tmp, 0);
+  if (!w) {
+    mg_error(d, IO, path, NULL, "cannot write %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  int failures = 0, errors = 0;
+  for (int i = 0; i < n; i++) failures += cases[i].status == JUNIT_FAILURE, errors += cases[i].status == JUNIT_ERROR;
+  int bad = 0;
+  xmlTextWriterSetIndent(w, 1);
+  bad |= xmlTextWriterStartDocument(w, NULL, "UTF-8", NULL) < 0;
+  bad |= xmlTextWriterStartElement(w, (const xmlChar *)"testsuites") < 0;
+  bad |= xmlTextWriterStartElement(w, (const xmlChar *)"testsuite") < 0;
+  bad |= xmlTextWriterWriteAttribute(w, (const xmlChar *)"name", (const xmlChar *)suite) < 0;
+  bad |= xmlTextWriterWriteFormatAttribute(w, (const xmlChar *)"tests", "%d", n) < 0;
+  bad |= xmlTextWriterWriteFormatAttribute(w, (const xmlChar *)"failures", "%d", failures) < 0;
+  bad |= xmlTextWriterWriteFormatAttribute(w, (const xmlChar *)"errors", "%d", errors) < 0;
+  bad |= attr_f(w, "time", time) < 0;
+  for (int i = 0; i < n && !bad; i++) {
+    const junit_case *c = &cases[i];
+    bad |= xmlTextWriterStartElement(w, (const xmlChar *)"testcase") < 0;
+    bad |= xmlTextWriterWriteAttribute(w, (const xmlChar *)"name", (const xmlChar *)c->name) < 0;
+    bad |= xmlTextWriterWriteAttribute(w, (const xmlChar *)"classname", (const xmlChar *)c->classname) < 0;
+    bad |= attr_f(w, "time", c->time) < 0;
+    if (c->status != JUNIT_PASS) {
+      bad |= xmlTextWriterStartElement(w, (const xmlChar *)(c->status == JUNIT_FAILURE ? "failure" : "error")) < 0;
+      bad |= xmlTextWriterWriteAttribute(w, (const xmlChar *)"message",
+                                         (const xmlChar *)(c->message ? c->message : "")) < 0;
+      bad |= xmlTextWriterWriteAttribute(w, (const xmlChar *)"type", (const xmlChar *)(c->type ? c->type : "parity")) < 0;
+      if (c->details) bad |= xmlTextWriterWriteString(w, (const xmlChar *)c->details) < 0;
+      bad |= xmlTextWriterEndElement(w) < 0;
+    }
+    bad |= xmlTextWriterEndElement(w) < 0;
+  }
+  bad |= xmlTextWriterEndDocument(w) < 0; /* closes every open element */
+  xmlFreeTextWriter(w);                   /* flushes and closes the file */
+  if (bad || rename(tmp, path)) {
+    unlink(tmp);
+    mg_error(d, IO, path, NULL, "cannot write the JUnit report");
+    return -1;
+  }
+  return 0;
+}

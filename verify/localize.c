@@ -1,0 +1,337 @@
+/* Localisation of the first diverging node (see localize.h). */
+#include "localize.h"
+#include "arena.h"
+#include "weights.h"
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void loc_module_path(const char *node_name, char *out, size_t n) {
+  out[0] = 0;
+  if (!node_name || node_name[0] != '/') return;
+  const char *last = strrchr(node_name, '/'); /* the op's own name follows it */
+  size_t len = 0;
+  for (const char *p = node_name + 1; p < last;) {
+    const char *e = memchr(p, '/', (size_t)(last - p));
+    if (!e) e = last;
+    size_t cl = (size_t)(e - p);
+    /* nested containers repeat the full path ("/layer1/layer1.0/"): a component
+     * that extends the path so far replaces it instead of being appended */
+    if (len && cl > len && !strncmp(p, out, len) && p[len] == '.') len = 0;
+    else if (len && len + 1 < n) out[len++] = '.';
+    for (size_t i = 0; i < cl && len + 1 < n; i++) out[len++] = p[i];
+    out[len] = 0;
+    p = e + 1;
+  }
+}
+
+/* True when v diverges from its reference by the norm test of localize.h. */
+static int diverges(const parity_metrics *m, const parity_tol *tol) {
+  double rel = tol->rtol > 1e-4 ? tol->rtol : 1e-4;
+  return m->n_nonfinite || m->rel_norm > rel || (tol->min_cosine >= 0 && m->cosine < tol->min_cosine);
+}
+
+static void copy_str(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s ? s : ""); }
+
+/* Compares initializer v with the tensor of the same name in w (the .pth). */
+static int compare_param(const mg_value *v, const wt_source *w, loc_input *in, mg_diags *d) {
+  const wt_tensor *t = w ? wt_find(w, v->name) : NULL;
+  if (!t || !v->data || !mg_dtype_size(t->dtype) || !mg_dtype_size(v->dtype)) return 0;
+  int64_t n = wt_numel(t);
+  if ((size_t)n * mg_dtype_size(v->dtype) != v->nbytes) return 0;
+  mg_array got = {.dtype = v->dtype, .rank = 1, .dims = {n}, .data = (void *)v->data, .nbytes = v->nbytes};
+  mg_array ref = {.dtype = t->dtype, .rank = 1, .dims = {n}, .nbytes = (size_t)n * mg_dtype_size(t->dtype)};
+  ref.data = mg_malloc(ref.nbytes ? ref.nbytes : 1);
+  if (!ref.data) return 0;
+  parity_tol tol = parity_default_forward();
+  int ok = !wt_read(w, t, 0, n, ref.data, d) && !parity_compare(&got, &ref, &tol, &in->m, v->name, d);
+  mg_free(ref.data);
+  if (ok) in->known = 1, copy_str(in->source, sizeof in->source, "weights");
+  return ok;
+}
+
+/* ---- against torch module outputs ---- */
+
+typedef struct {
+  mg_model *m;
+  const mg_array *inputs;
+  int n_inputs;
+  const mg_array *refs;
+  int n_refs;
+  const wt_source *weights;
+  const parity_tol *tol;
+  loc_result *r;
+  mg_diags *d;
+  char (*node_module)[LOC_NAME]; /* per top-level node: its module path */
+  int *end;                      /* per ref: index of the node producing it, -1 none */
+  parity_metrics *vm;            /* per top-level value: comparison made */
+  int *vm_ref;                   /* per top-level value: the ref it was compared with, -1 none */
+} torch_ctx;
+
+static const char *module_of_ref(const mg_array *a) {
+  return a->name && !strncmp(a->name, "modules/", 8) && !strchr(a->name, '#') ? a->name + 8 : NULL;
+}
+
+static int ref_known(const torch_ctx *c, const char *path) {
+  size_t n = strlen(path);
+  for (int k = 0; k < c->n_refs; k++) {
+    const char *mp = module_of_ref(&c->refs[k]);
+    if (mp && !strncmp(mp, path, n) && (mp[n] == 0 || mp[n] == '.')) return 1;
+  }
+  return 0;
+}
+
+/* The module path of a node, with torch's "_N" suffixes for repeated calls of one
+ * module ("relu_1") folded back onto the module when only that one exists, because
+ * the forward hook recorded the module's last call under its own name. */
+static void canonical_path(const torch_ctx *c, const char *node_name, char *out, size_t n) {
+  char raw[LOC_NAME];
+  loc_module_path(node_name, raw, sizeof raw);
+  out[0] = 0;
+  size_t len = 0;
+  for (char *save, *comp = strtok_r(raw, ".", &save); comp; comp = strtok_r(NULL, ".", &save)) {
+    char cand[LOC_NAME];
+    snprintf(cand, sizeof cand, "%s%s%s", out, len ? "." : "", comp);
+    if (!ref_known(c, cand)) {
+      char *us = strrchr(comp, '_');
+      int digits = us && us[1];
+      for (char *q = us ? us + 1 : NULL; q && *q; q++) digits &= isdigit((unsigned char)*q) != 0;
+      if (digits) {
+        *us = 0;
+        snprintf(cand, sizeof cand, "%s%s%s", out, len ? "." : "", comp);
+      }
+    }
+    copy_str(out, n, cand);
+    len = strlen(out);
+  }
+}
+
+static int in_scope(const char *node_module, const char *module) {
+  size_t n = strlen(module);
+  return !strncmp(node_module, module, n) && (node_module[n] == 0 || node_module[n] == '.');
+}
+
+/* Adds v to r->inputs (once), with its agreement when something to compare with
+ * is known. */
+static void add_input(torch_ctx *c, const mg_value *v) {
+  loc_result *r = c->r;
+  for (int k = 0; k < r->n_inputs; k++)
+    if (!strcmp(r->inputs[k].name, v->name)) return;
+  if (r->n_inputs >= LOC_MAX_INPUTS) return;
+  loc_input *in = &r->inputs[r->n_inputs++];
+  memset(in, 0, sizeof *in);
+  copy_str(in->name, sizeof in->name, v->name);
+  mg_graph *g = c->m->graph;
+  if (v->kind == MG_V_INPUT) {
+    for (int k = 0; k < c->n_inputs; k++)
+      if (c->inputs[k].name && !strcmp(c->inputs[k].name, v->name)) {
+        parity_tol t = parity_default_forward();
+        if (!parity_compare(&c->inputs[k], &c->inputs[k], &t, &in->m, v->name, c->d))
+          in->known = 1, copy_str(in->source, sizeof in->source, "graph input");
+      }
+  } else if (v->kind == MG_V_INIT) {
+    compare_param(v, c->weights, in, c->d);
+  } else if (v->producer && v->producer->graph == g && v->id >= 0 && v->id < g->n_values && c->vm_ref[v->id] >= 0) {
+    in->m = c->vm[v->id];
+    in->known = 1;
+    copy_str(in->source, sizeof in->source, "torch module");
+    copy_str(in->module, sizeof in->module, module_of_ref(&c->refs[c->vm_ref[v->id]]));
+  }
+}
+
+/* Fills r->inputs with the values flowing into `module` from outside it
+ * (constants aside): what the module computed from. */
+static void module_inputs(torch_ctx *c, const char *module) {
+  mg_graph *g = c->m->graph;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (!in_scope(c->node_module[i], module)) continue;
+    const mg_node *n = g->nodes[i];
+    for (int j = 0; j < n->n_in; j++) {
+      const mg_value *v = n->in[j];
+      if (!v || v->kind == MG_V_CONST) continue;
+      if (v->producer && v->producer->graph == g && in_scope(c->node_module[v->producer->id], module)) continue;
+      add_input(c, v);
+    }
+  }
+}
+
+static int float_tensor(const mg_rvalue *v) {
+  return v && v->kind == MG_RV_TENSOR && mg_dtype_is_float(v->t.dtype);
+}
+
+static int64_t numel(const mg_array *a) {
+  int64_t n = 1;
+  for (int i = 0; i < a->rank; i++) n *= a->dims[i];
+  return n;
+}
+
+static int torch_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
+  torch_ctx *c = ctx;
+  mg_graph *g = c->m->graph;
+  if (n->graph != g || !n->n_out || !n->out[0] || !float_tensor(outs[0])) return 0;
+  const mg_array *got = &outs[0]->t;
+  /* deepest module first: a parent ending at the same node names less */
+  int best = -1;
+  for (;;) {
+    int pick = -1;
+    for (int k = 0; k < c->n_refs; k++) {
+      if (c->end[k] != n->id) continue;
+      if (best >= 0 && strlen(module_of_ref(&c->refs[k])) >= strlen(module_of_ref(&c->refs[best]))) continue;
+      if (pick < 0 || strlen(module_of_ref(&c->refs[k])) > strlen(module_of_ref(&c->refs[pick]))) pick = k;
+    }
+    if (pick < 0) return 0;
+    best = pick;
+    const mg_array *ref = &c->refs[pick];
+    if (numel(ref) != numel(got)) continue; /* not this node's output after all */
+    parity_metrics m;
+    if (parity_compare(got, ref, c->tol, &m, n->name, c->d)) return 0;
+    c->r->compared++;
+    int id = n->out[0]->id;
+    if (c->vm_ref[id] < 0) c->vm[id] = m, c->vm_ref[id] = pick;
+    if (!diverges(&m, c->tol)) continue;
+    loc_result *r = c->r;
+    r->found = 1;
+    r->m = m;
+    copy_str(r->node, sizeof r->node, n->name);
+    copy_str(r->op, sizeof r->op, n->op_type);
+    copy_str(r->value, sizeof r->value, n->out[0]->name);
+    copy_str(r->module, sizeof r->module, module_of_ref(ref));
+    module_inputs(c, r->module);
+    return 1;
+  }
+}
+
+int loc_against_torch(mg_model *m, const mg_array *inputs, int n_inputs, const mg_array *refs, int n_refs,
+                      const wt_source *weights, const parity_tol *tol, loc_result *r, mg_diags *d) {
+  memset(r, 0, sizeof *r);
+  mg_graph *g = m->graph;
+  torch_ctx c = {m, inputs, n_inputs, refs, n_refs, weights, tol, r, d, NULL, NULL, NULL, NULL};
+  c.node_module = mg_calloc((size_t)g->n_nodes + 1, sizeof *c.node_module);
+  c.end = mg_calloc((size_t)n_refs + 1, sizeof *c.end);
+  c.vm = mg_calloc((size_t)g->n_values + 1, sizeof *c.vm);
+  c.vm_ref = mg_calloc((size_t)g->n_values + 1, sizeof *c.vm_ref);
+  int rc = -1;
+  if (!c.node_module || !c.end || !c.vm || !c.vm_ref) {
+    mg_error(d, OOM, NULL, NULL, "no memory for localisation");
+    goto done;
+  }
+  for (int v = 0; v < g->n_values; v++) c.vm_ref[v] = -1;
+  for (int i = 0; i < g->n_nodes; i++) canonical_path(&c, g->nodes[i]->name, c.node_module[i], LOC_NAME);
+  for (int k = 0; k < n_refs; k++) {
+    c.end[k] = -1;
+    const char *mp = module_of_ref(&refs[k]);
+    if (!mp) continue;
+    for (int i = 0; i < g->n_nodes; i++)
+      if (in_scope(c.node_module[i], mp)) c.end[k] = i;
+  }
+  interp_options opt = {.observe = torch_observe, .observe_ctx = &c};
+  mg_array *outs = NULL;
+  size_t errors = d->errors;
+  int irc = interp_run(m, inputs, n_inputs, &opt, &outs, d);
+  if (outs) mg_arrays_free(outs, g->n_outputs);
+  rc = irc && !r->found && d->errors > errors ? -1 : 0;
+done:
+  mg_free(c.node_module);
+  mg_free(c.end);
+  mg_free(c.vm);
+  mg_free(c.vm_ref);
+  return rc;
+}
+
+/* ---- against a runner's trace ---- */
+
+typedef struct {
+  mg_model *m;
+  const char *dir;
+  const parity_tol *tol;
+  loc_result *r;
+  mg_diags *d;
+  parity_metrics *vm;
+  int *vm_known;
+} trace_ctx;
+
+/* The trace file name of a value: the rule of cli_safe_name and the generated
+ * runner ('/', '\\', ':' and control characters become '_'). */
+static void trace_path(const char *dir, const char *value, char *out, size_t n) {
+  char safe[LOC_NAME];
+  size_t k = 0;
+  for (const char *p = value; *p && k + 1 < sizeof safe; p++)
+    safe[k++] = (*p == '/' || *p == '\\' || *p == ':' || (unsigned char)*p < 32) ? '_' : *p;
+  safe[k] = 0;
+  if (!k || !strcmp(safe, ".") || !strcmp(safe, "..")) snprintf(safe, sizeof safe, "output");
+  snprintf(out, n, "%s/%s.npy", dir, safe);
+}
+
+static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
+  trace_ctx *c = ctx;
+  mg_graph *g = c->m->graph;
+  if (n->graph != g) return 0;
+  for (int i = 0; i < n->n_out; i++) {
+    if (!n->out[i] || !float_tensor(outs[i])) continue;
+    char path[PATH_MAX];
+    trace_path(c->dir, n->out[i]->name, path, sizeof path);
+    if (access(path, R_OK)) continue; /* fused away or a view: not traced */
+    mg_array traced;
+    mg_diags quiet;
+    mg_diags_init(&quiet);
+    int bad = npy_read_file(path, &traced, &quiet);
+    mg_diags_free(&quiet);
+    if (bad) continue;
+    parity_metrics m;
+    int cmp = parity_compare(&traced, &outs[i]->t, c->tol, &m, n->name, c->d);
+    mg_array_free(&traced);
+    if (cmp) continue;
+    c->r->compared++;
+    c->vm[n->out[i]->id] = m;
+    c->vm_known[n->out[i]->id] = 1;
+    if (!diverges(&m, c->tol)) continue;
+    loc_result *r = c->r;
+    r->found = 1;
+    r->m = m;
+    copy_str(r->node, sizeof r->node, n->name);
+    copy_str(r->op, sizeof r->op, n->op_type);
+    copy_str(r->value, sizeof r->value, n->out[i]->name);
+    loc_module_path(n->name, r->module, sizeof r->module);
+    for (int j = 0; j < n->n_in && r->n_inputs < LOC_MAX_INPUTS; j++) {
+      const mg_value *v = n->in[j];
+      if (!v) continue;
+      loc_input *in = &r->inputs[r->n_inputs++];
+      memset(in, 0, sizeof *in);
+      copy_str(in->name, sizeof in->name, v->name);
+      if (v->kind == MG_V_INPUT) in->known = 1, in->m.cosine = 1, copy_str(in->source, sizeof in->source, "graph input");
+      else if (v->producer && v->producer->graph == g && c->vm_known[v->id]) {
+        in->m = c->vm[v->id];
+        in->known = 1;
+        copy_str(in->source, sizeof in->source, "trace");
+      } else copy_str(in->source, sizeof in->source, v->kind == MG_V_NODE ? "not traced" : "constant");
+      if (v->producer) loc_module_path(v->producer->name, in->module, sizeof in->module);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+int loc_against_trace(mg_model *m, const mg_array *inputs, int n_inputs, const char *trace_dir,
+                      const parity_tol *tol, loc_result *r, mg_diags *d) {
+  memset(r, 0, sizeof *r);
+  mg_graph *g = m->graph;
+  trace_ctx c = {m, trace_dir, tol, r, d, mg_calloc((size_t)g->n_values + 1, sizeof(parity_metrics)),
+                 mg_calloc((size_t)g->n_values + 1, sizeof(int))};
+  int rc = -1;
+  if (!c.vm || !c.vm_known) {
+    mg_error(d, OOM, NULL, NULL, "no memory for localisation");
+  } else {
+    interp_options opt = {.observe = trace_observe, .observe_ctx = &c};
+    mg_array *outs = NULL;
+    size_t errors = d->errors;
+    int irc = interp_run(m, inputs, n_inputs, &opt, &outs, d);
+    if (outs) mg_arrays_free(outs, g->n_outputs);
+    rc = irc && !r->found && d->errors > errors ? -1 : 0;
+  }
+  mg_free(c.vm);
+  mg_free(c.vm_known);
+  return rc;
+}
