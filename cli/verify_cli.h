@@ -15,7 +15,7 @@
 
 struct wt_source;
 
-typedef enum { V_OUTPUT, V_INPUT_GRAD, V_PARAM_GRAD, V_GROUP, V_WEIGHT } vkind;
+typedef enum { V_OUTPUT, V_INPUT_GRAD, V_PARAM_GRAD, V_GROUP, V_WEIGHT, V_LAYERS } vkind;
 typedef enum { V_PASS, V_FAIL, V_ERROR } vstatus;
 
 /* One compared thing: an output, an input gradient, a parameter gradient, a
@@ -39,7 +39,7 @@ typedef struct {
 typedef struct {
   const char *target, *backend, *policy, *junit, *json, *map, *ckpt;
   double rtol, atol; /* -1: from the policy/defaults */
-  int grad, no_localize;
+  int grad, no_localize, no_layers;
 } vopts;
 
 typedef struct {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 static const char *kind_name(vkind k) {
-  static const char *n[] = {"output", "input-grad", "param-grad", "grad-group", "weight"};
+  static const char *n[] = {"output", "input-grad", "param-grad", "grad-group", "weight", "layers"};
   return n[k];
 }
 
@@ -143,6 +143,10 @@ int verify_write_json(vctx *v) {
   json_t *outs = json_array(), *ig = json_array(), *pg = json_array(), *groups = json_array();
   for (int i = 0; i < v->n_res; i++) {
     const vresult *r = &v->res[i];
+    if (r->kind == V_LAYERS) {
+      json_object_set_new(o, "layers", result_json(r));
+      continue;
+    }
     json_array_append_new(r->kind == V_OUTPUT ? outs : r->kind == V_INPUT_GRAD ? ig : r->kind == V_PARAM_GRAD ? pg : groups,
                           result_json(r));
   }
@@ -211,22 +215,34 @@ int verify_write_junit(vctx *v) {
     mg_error(&v->d, OOM, NULL, NULL, "no memory for the JUnit report");
     return -1;
   }
+  char details[4096] = "";
+  if (v->loc.found) { /* the culprit, on the failing outputs */
+    const loc_result *l = &v->loc;
+    size_t k = (size_t)snprintf(details, sizeof details, "first diverging node: %s (%s)%s%s%s: rel norm err %.3g, cosine %.9f\n",
+                                l->node, l->op, l->module[0] ? ", torch module '" : "", l->module, l->module[0] ? "'" : "",
+                                l->m.rel_norm, l->m.cosine);
+    for (int i = 0; i < l->n_inputs && k < sizeof details; i++)
+      k += (size_t)snprintf(details + k, sizeof details - k, "  input %s (%s): %s%.3g\n", l->inputs[i].name,
+                            l->inputs[i].source[0] ? l->inputs[i].source : "no reference",
+                            l->inputs[i].known ? "rel norm err " : "", l->inputs[i].known ? l->inputs[i].m.rel_norm : 0.0);
+  }
   char suite[600];
   snprintf(suite, sizeof suite, "migc verify %s", v->model_name);
   for (int i = 0; i < v->n_res; i++) {
     const vresult *r = &v->res[i];
     if (r->kind == V_PARAM_GRAD) continue; /* one testcase per gradient group */
     junit_case *c = &cases[n];
-    snprintf(names[n], sizeof names[n], "%s %s", r->kind == V_OUTPUT ? "output" : r->kind == V_INPUT_GRAD ? "grad input"
-                                                                                                         : "grad module",
+    snprintf(names[n], sizeof names[n], "%s %s",
+             r->kind == V_OUTPUT ? "output" : r->kind == V_LAYERS ? "layers" : r->kind == V_INPUT_GRAD ? "grad input" : "grad module",
              r->name);
     c->name = names[n];
-    c->classname = r->kind == V_OUTPUT ? "verify.forward" : "verify.gradients";
+    c->classname = r->kind == V_OUTPUT || r->kind == V_LAYERS ? "verify.forward" : "verify.gradients";
     c->status = r->status == V_PASS ? JUNIT_PASS : r->status == V_FAIL ? JUNIT_FAILURE : JUNIT_ERROR;
     c->type = r->status == V_ERROR ? "unmapped" : "parity";
     case_message(r, msg[n], sizeof msg[n]);
     c->message = c->status == JUNIT_PASS ? NULL : msg[n];
     c->time = r->kind == V_OUTPUT ? v->t_forward : 0;
+    if ((r->kind == V_OUTPUT || r->kind == V_LAYERS) && c->status != JUNIT_PASS && details[0]) c->details = details;
     n++;
   }
   if (v->opt.ckpt) {
