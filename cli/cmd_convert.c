@@ -3,7 +3,9 @@
  * Writes OUTDIR/cpu/ (the generated C project), OUTDIR/model.ckpt with
  * OUTDIR/weight_map.json (MindSpore names, from SRC or the ONNX initializers) and
  * OUTDIR/coverage.{json,md} (every node's status on every target), whichever
- * targets are asked for: the contract in DESIGN.md. */
+ * targets are asked for: the contract in DESIGN.md; and OUTDIR/convert.json, the
+ * source model (absolute path), weights source and options, which `migc verify
+ * OUTDIR` reads. */
 #include "cli.h"
 #include "codegen.h"
 #include "onnx_import.h"
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static void help(FILE *f) {
   fprintf(f,
@@ -28,6 +31,7 @@ static void help(FILE *f) {
           "  model.ckpt         the weights as a MindSpore checkpoint, with MindSpore names\n"
           "  weight_map.json    what was done to every tensor\n"
           "  coverage.json/.md  every node's status on every target\n"
+          "  convert.json       the source model (absolute), weights source and options\n"
           "Nodes a target cannot take are reported one by one (and the rest is converted);\n"
           "the Ascend and MindSpore emitters are not built yet, so for them only the\n"
           "coverage report is written.\n"
@@ -68,6 +72,31 @@ static double converted_rate(const char *json_path, const char *t) {
   if (tg) rate = json_number_value(json_object_get(tg, "converted_rate"));
   json_decref(j);
   return rate;
+}
+
+/* Writes OUTDIR/convert.json (atomically): what was converted and how, so that
+ * `migc verify OUTDIR` finds the source model again. 0 or -1. */
+static int write_convert_json(const char *outdir, const char *model, const char *weights, const char *key,
+                              const char *targets, const cg_options *o, int cpu_only, const mg_shape_override *ov,
+                              int n_ov) {
+  char abs_model[PATH_MAX], abs_weights[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 32];
+  if (!realpath(model, abs_model)) return -1;
+  if (weights && !realpath(weights, abs_weights)) return -1;
+  json_t *shapes = json_object();
+  for (int i = 0; i < n_ov; i++) {
+    char buf[256];
+    json_object_set_new(shapes, ov[i].name, json_string(mg_shape_str(&ov[i].shape, buf, sizeof buf)));
+  }
+  json_t *j = json_pack("{s:s,s:s,s:o,s:s?,s:s,s:{s:s,s:b,s:b,s:b,s:b,s:o}}", "migc", "0.1.0", "model", abs_model,
+                        "weights", weights ? json_string(abs_weights) : json_null(), "key", key, "targets", targets,
+                        "options", "prefix", o->prefix, "embed_weights", o->embed_weights, "no_fuse", o->no_fuse,
+                        "no_fold_bn", o->no_fold_bn, "cpu_only", cpu_only, "input_shapes", shapes);
+  snprintf(path, sizeof path, "%s/convert.json", outdir);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+  int rc = !j || json_dump_file(j, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || rename(tmp, path) ? -1 : 0;
+  if (rc) unlink(tmp);
+  json_decref(j);
+  return rc;
 }
 
 int cmd_convert(int argc, char **argv) {
@@ -207,6 +236,10 @@ int cmd_convert(int argc, char **argv) {
               names[t], rate < 0 ? 0 : 100 * rate);
       if (strict && want[t] && rate < 1) rc = EXIT_BAD_INPUT;
     }
+  }
+  if (write_convert_json(outdir, model, weights, key, targets, &o, cpu_only, ov, n_ov)) {
+    fprintf(stderr, "migc convert: cannot write %s/convert.json: %s\n", outdir, strerror(errno));
+    rc = rc ? rc : EXIT_BAD_INPUT;
   }
   fprintf(stderr, "convert: wrote %s in %.2f s%s\n", outdir, seconds() - t0,
           rc == EXIT_BAD_INPUT && strict ? " (--strict: some nodes were not converted)" : "");

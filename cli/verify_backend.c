@@ -69,8 +69,18 @@ static int project_dir(vctx *v, char *cpu, size_t n) {
   }
   char out[PATH_MAX];
   path_join(out, sizeof out, v->tmpdir, "converted");
-  char *argv[] = {"convert", v->onnx, "-o", out, "--cpu-only", NULL};
-  if (cmd_convert(5, argv)) {
+  /* generated code has static shapes: the reference's inputs fix them */
+  char *argv[8 + 2 * 64], shapes[64][600];
+  int a = 0;
+  argv[a++] = "convert", argv[a++] = v->onnx, argv[a++] = "-o", argv[a++] = out, argv[a++] = "--cpu-only";
+  for (int i = 0; i < v->n_inputs && i < 64; i++) {
+    int k = snprintf(shapes[i], sizeof shapes[i], "%s=", v->inputs[i].name);
+    for (int r = 0; r < v->inputs[i].rank && k > 0 && (size_t)k < sizeof shapes[i]; r++)
+      k += snprintf(shapes[i] + k, sizeof shapes[i] - (size_t)k, "%s%lld", r ? "x" : "", (long long)v->inputs[i].dims[r]);
+    argv[a++] = "--input-shape", argv[a++] = shapes[i];
+  }
+  argv[a] = NULL;
+  if (cmd_convert(a, argv)) {
     mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend c: `migc convert %s` failed", v->onnx);
     return -1;
   }
@@ -150,8 +160,12 @@ int verify_c_trace(vctx *v) {
 }
 
 /* Fills pairs from the weight map's "tensors": every checkpoint tensor bound to an
- * initializer by name, by value or transposed. Counts the rest in *skipped. */
-static int map_pairs(const json_t *map, wcheck_pair **out, int *n_out, int *skipped) {
+ * initializer by name, by value or transposed, or (left unbound, e.g. when the
+ * initializer only fed a folded Transpose) whose torch name is still a graph
+ * initializer: the naming contract of PRESERVE exports. The rest are listed in
+ * unmapped (names borrowed from map), counted in *skipped. */
+static int map_pairs(const json_t *map, const mg_model *m, wcheck_pair **out, int *n_out, const char **unmapped,
+                     int cap_unmapped, int *skipped) {
   json_t *tensors = json_object_get(map, "tensors");
   size_t count = json_array_size(tensors), i;
   wcheck_pair *p = calloc(count + 1, sizeof *p);
@@ -164,8 +178,14 @@ static int map_pairs(const json_t *map, wcheck_pair **out, int *n_out, int *skip
     const char *init = json_string_value(json_object_get(t, "initializer"));
     const char *how = json_string_value(json_object_get(t, "binding"));
     const char *transform = json_string_value(json_object_get(t, "transform"));
+    const char *src = json_string_value(json_object_get(t, "source"));
     if (!ms) continue; /* dropped from the checkpoint (num_batches_tracked) */
+    if (!init && src) {
+      const mg_value *iv = mg_graph_find(m->graph, src);
+      if (iv && iv->kind == MG_V_INIT && iv->data) init = src, how = "name";
+    }
     if (!init || !how || (strcmp(how, "name") && strcmp(how, "value") && strcmp(how, "transpose"))) {
+      if (*skipped < cap_unmapped) unmapped[*skipped] = ms;
       (*skipped)++;
       continue;
     }
@@ -190,7 +210,7 @@ int verify_weights(vctx *v) {
   wcheck_item *items = NULL;
   int n = 0, skipped = 0, rc = -1;
   if (ckpt_open(v->opt.ckpt, &ck, &v->d)) return -1;
-  if (map_pairs(v->map, &pairs, &n, &skipped)) goto done;
+  if (map_pairs(v->map, v->m, &pairs, &n, v->wunmapped_names, 64, &skipped)) goto done;
   items = calloc((size_t)n + 1, sizeof *items);
   v->wres = calloc((size_t)n + 1, sizeof *v->wres);
   if (!items || !v->wres || wcheck_run(v->m, ck, pairs, n, items, &v->d)) goto done;
@@ -201,6 +221,8 @@ int verify_weights(vctx *v) {
     r->status = items[i].status == WC_OK ? V_PASS : V_FAIL;
     snprintf(r->name, sizeof r->name, "%s", pairs[i].tag);
     snprintf(r->init, sizeof r->init, "%s", pairs[i].init);
+    for (int k = 0, o = 0; k < pairs[i].rank && o >= 0 && o < (int)sizeof r->shape; k++)
+      o += snprintf(r->shape + o, sizeof r->shape - (size_t)o, "%s%lld", k ? "x" : "", (long long)pairs[i].dims[k]);
     r->m = items[i].m;
     r->compared = items[i].compared;
     r->tol = (parity_tol){0, 0, -1, -1};

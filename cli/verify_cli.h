@@ -62,6 +62,7 @@ typedef struct {
   vresult *wres;    /* checkpoint check rows */
   int n_wres;
   int wchecked, wunmapped;
+  const char *wunmapped_names[64]; /* the first of them, borrowed from the map */
 #ifdef MIGC_HAVE_AUTODIFF
   grad_result grads;
 #endif

@@ -59,9 +59,12 @@ void verify_print(const vctx *v) {
       row(&v->wres[i]);
       wfail++;
     }
-    printf("weights: %d checkpoint tensors checked against the graph, %d differ%s\n", v->wchecked, wfail,
-           v->wunmapped ? "" : "");
-    if (v->wunmapped) printf("weights: %d checkpoint tensors map to no graph initializer (listed in --json)\n", v->wunmapped);
+    printf("weights: %d checkpoint tensors checked against the graph, %d differ\n", v->wchecked, wfail);
+    if (v->wunmapped) {
+      printf("weights: %d checkpoint tensors map to no graph initializer (not checked):", v->wunmapped);
+      for (int i = 0; i < v->wunmapped && i < 64; i++) printf(" %s", v->wunmapped_names[i]);
+      printf("%s\n", v->wunmapped > 64 ? " ..." : "");
+    }
     total++;
     passed += !wfail;
   }
@@ -164,8 +167,10 @@ int verify_write_json(vctx *v) {
   if (v->opt.ckpt) {
     json_t *w = json_array();
     for (int i = 0; i < v->n_wres; i++) json_array_append_new(w, result_json(&v->wres[i]));
-    json_object_set_new(o, "weights", json_pack("{s:s,s:i,s:i,s:o}", "checkpoint", v->opt.ckpt, "checked", v->wchecked,
-                                                 "unmapped", v->wunmapped, "tensors", w));
+    json_t *un = json_array();
+    for (int i = 0; i < v->wunmapped && i < 64; i++) json_array_append_new(un, json_string(v->wunmapped_names[i]));
+    json_object_set_new(o, "weights", json_pack("{s:s,s:i,s:i,s:o,s:o}", "checkpoint", v->opt.ckpt, "checked",
+                                                 v->wchecked, "n_unmapped", v->wunmapped, "unmapped", un, "tensors", w));
   }
   if (v->localised) {
     const loc_result *l = &v->loc;
