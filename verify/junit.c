@@ -14,9 +14,19 @@ static int attr_f(xmlTextWriterPtr w, const char *name, double v) {
 int junit_write(const char *path, const char *suite, const junit_case *cases, int n, double time, mg_diags *d) {
   char tmp[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  xmlTextWriterPtr w = xmlNewTextWriterFilename(tmp, 0);
-  if (!w) {
+  /* the file is opened here, not by libxml2, whose I/O errors would print */
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
     mg_error(d, IO, path, NULL, "cannot write %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  xmlOutputBufferPtr ob = xmlOutputBufferCreateFile(f, NULL);
+  xmlTextWriterPtr w = ob ? xmlNewTextWriter(ob) : NULL;
+  if (!w) {
+    if (ob) xmlOutputBufferClose(ob);
+    fclose(f);
+    unlink(tmp);
+    mg_error(d, OOM, path, NULL, "no memory for the JUnit writer");
     return -1;
   }
   int failures = 0, errors = 0;
@@ -48,7 +58,9 @@ int junit_write(const char *path, const char *suite, const junit_case *cases, in
     bad |= xmlTextWriterEndElement(w) < 0;
   }
   bad |= xmlTextWriterEndDocument(w) < 0; /* closes every open element */
-  xmlFreeTextWriter(w);                   /* flushes and closes the file */
+  xmlFreeTextWriter(w); /* flushes into f, which stays ours to close */
+  bad |= fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+  bad |= fclose(f) != 0;
   if (bad || rename(tmp, path)) {
     unlink(tmp);
     mg_error(d, IO, path, NULL, "cannot write the JUnit report");
