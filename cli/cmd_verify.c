@@ -207,7 +207,7 @@ static void group_gradients(vctx *v) {
       vresult *p = &v->res[k];
       if (p->kind != V_PARAM_GRAD || strcmp(p->group, v->res[i].group)) continue;
       members++;
-      if (p->status != V_PASS && !why[0]) snprintf(why, sizeof why, "%s: %s", p->name, p->why);
+      if (p->status != V_PASS && !why[0]) snprintf(why, sizeof why, "%.200s: %.300s", p->name, p->why);
       failed += p->status == V_FAIL;
       errors += p->status == V_ERROR;
       if (p->compared) parity_group_add(&acc, p->got, p->ref, &p->m);
@@ -215,6 +215,7 @@ static void group_gradients(vctx *v) {
     parity_group_finish(&acc, &grp->m);
     grp->compared = acc.members > 0;
     grp->members = members;
+    snprintf(grp->shape, sizeof grp->shape, "%d params", members);
     grp->status = errors ? V_ERROR : failed ? V_FAIL : V_PASS;
     snprintf(grp->why, sizeof grp->why, "%s", why);
   }
@@ -510,6 +511,13 @@ static void localise(vctx *v) {
   v->localised = 1;
 }
 
+/* mg_prepare, keeping every path from a parameter unfolded when gradients with
+ * respect to parameters are wanted (a folded Transpose(W) would hide W). */
+static int prepare(vctx *v) {
+  v->m->keep_param_paths = v->opt.grad;
+  return mg_prepare(v->m, NULL, 0, &v->d);
+}
+
 int cmd_verify(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     help(stdout);
@@ -525,7 +533,7 @@ int cmd_verify(int argc, char **argv) {
     goto out;
   }
   if (resolve_target(v, v->opt.target) || (v->opt.policy && policy_load(v->opt.policy, &v->policy, &v->d)) ||
-      onnx_import(v->onnx, &v->d, &v->m) || mg_prepare(v->m, NULL, 0, &v->d) ||
+      onnx_import(v->onnx, &v->d, &v->m) || prepare(v) ||
       npz_read_file(v->reference, &v->ref, &v->n_ref, &v->d) || gather_inputs(v)) {
     rc = EXIT_BAD_INPUT;
     goto out;
