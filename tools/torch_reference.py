@@ -212,7 +212,9 @@ def flatten(value):
 
 
 def to_numpy(t):
-    return t.detach().cpu().contiguous().numpy()
+    # a copy: a later in-place op (ReLU(inplace=True) after a BatchNorm) must
+    # not rewrite what the hook recorded
+    return t.detach().cpu().contiguous().numpy().copy()
 
 
 # --- the reference run -------------------------------------------------------
