@@ -567,7 +567,9 @@ int cmd_verify(int argc, char **argv) {
         r->tol = forward_tol(v, NULL, NULL);
         r->status = v->loc.found ? V_FAIL : V_PASS;
         snprintf(r->shape, sizeof r->shape, "%d", v->loc.compared);
-        snprintf(r->why, sizeof r->why, "%d module outputs agree with torch's", v->loc.compared);
+        int k = snprintf(r->why, sizeof r->why, "%d module outputs agree with torch's; worst '%.300s' rel norm err %.3g",
+                         v->loc.compared, v->loc.worst, v->loc.worst_m.rel_norm);
+        (void)k;
         if (v->loc.found) {
           r->m = v->loc.m;
           r->compared = 1;

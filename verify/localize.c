@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,9 +29,9 @@ void loc_module_path(const char *node_name, char *out, size_t n) {
   }
 }
 
-/* True when v diverges from its reference by the norm test of localize.h. */
+/* True when a value diverges from its reference by the norm test of localize.h. */
 static int diverges(const parity_metrics *m, const parity_tol *tol) {
-  double rel = tol->rtol > 1e-4 ? tol->rtol : 1e-4;
+  double rel = tol->max_rel_norm >= 0 ? tol->max_rel_norm : PARITY_LAYER_REL_NORM;
   return m->n_nonfinite || m->rel_norm > rel || (tol->min_cosine >= 0 && m->cosine < tol->min_cosine);
 }
 
@@ -71,41 +72,55 @@ typedef struct {
   int *vm_ref;                   /* per top-level value: the ref it was compared with, -1 none */
 } torch_ctx;
 
+/* The key a "modules/<key>" reference names ("layer1.0.relu@1" for a module's
+ * second call), or NULL for other members and for tuple leaves ("#i"), which no
+ * single node output stands for. */
 static const char *module_of_ref(const mg_array *a) {
   return a->name && !strncmp(a->name, "modules/", 8) && !strchr(a->name, '#') ? a->name + 8 : NULL;
 }
 
+/* Whether some module's path (call suffixes "@k" ignored) is `path` or below it. */
 static int ref_known(const torch_ctx *c, const char *path) {
   size_t n = strlen(path);
   for (int k = 0; k < c->n_refs; k++) {
     const char *mp = module_of_ref(&c->refs[k]);
-    if (mp && !strncmp(mp, path, n) && (mp[n] == 0 || mp[n] == '.')) return 1;
+    if (!mp) continue;
+    char plain[LOC_NAME];
+    size_t j = 0;
+    for (const char *q = mp; *q && j + 1 < sizeof plain; q++) {
+      if (*q == '@')
+        while (q[1] && q[1] != '.') q++;
+      else plain[j++] = *q;
+    }
+    plain[j] = 0;
+    if (!strncmp(plain, path, n) && (plain[n] == 0 || plain[n] == '.')) return 1;
   }
   return 0;
 }
 
-/* The module path of a node, with torch's "_N" suffixes for repeated calls of one
- * module ("relu_1") folded back onto the module when only that one exists, because
- * the forward hook recorded the module's last call under its own name. */
+/* The module key of a node. torch names the scope of a module's second call
+ * "relu_1" where the forward hooks keyed it "relu@1": a "_N" suffix becomes "@N"
+ * when only the bare name is a module. */
 static void canonical_path(const torch_ctx *c, const char *node_name, char *out, size_t n) {
-  char raw[LOC_NAME];
+  char raw[LOC_NAME], plain[LOC_NAME] = "";
   loc_module_path(node_name, raw, sizeof raw);
   out[0] = 0;
-  size_t len = 0;
   for (char *save, *comp = strtok_r(raw, ".", &save); comp; comp = strtok_r(NULL, ".", &save)) {
-    char cand[LOC_NAME];
-    snprintf(cand, sizeof cand, "%s%s%s", out, len ? "." : "", comp);
+    char cand[LOC_NAME], key[LOC_NAME];
+    snprintf(cand, sizeof cand, "%s%s%s", plain, plain[0] ? "." : "", comp);
+    snprintf(key, sizeof key, "%s%s%s", out, out[0] ? "." : "", comp);
     if (!ref_known(c, cand)) {
       char *us = strrchr(comp, '_');
       int digits = us && us[1];
       for (char *q = us ? us + 1 : NULL; q && *q; q++) digits &= isdigit((unsigned char)*q) != 0;
       if (digits) {
         *us = 0;
-        snprintf(cand, sizeof cand, "%s%s%s", out, len ? "." : "", comp);
+        snprintf(cand, sizeof cand, "%s%s%s", plain, plain[0] ? "." : "", comp);
+        snprintf(key, sizeof key, "%s%s%s@%s", out, out[0] ? "." : "", comp, us + 1);
       }
     }
-    copy_str(out, n, cand);
-    len = strlen(out);
+    copy_str(plain, sizeof plain, cand);
+    copy_str(out, n, key);
   }
 }
 
@@ -189,6 +204,8 @@ static int torch_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
     parity_metrics m;
     if (parity_compare(got, ref, c->tol, &m, n->name, c->d)) return 0;
     c->r->compared++;
+    if (c->r->compared == 1 || m.rel_norm > c->r->worst_m.rel_norm)
+      c->r->worst_m = m, copy_str(c->r->worst, sizeof c->r->worst, module_of_ref(ref));
     int id = n->out[0]->id;
     if (c->vm_ref[id] < 0) c->vm[id] = m, c->vm_ref[id] = pick;
     if (!diverges(&m, c->tol)) continue;
@@ -285,6 +302,8 @@ static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
     mg_array_free(&traced);
     if (cmp) continue;
     c->r->compared++;
+    if (c->r->compared == 1 || m.rel_norm > c->r->worst_m.rel_norm)
+      c->r->worst_m = m, copy_str(c->r->worst, sizeof c->r->worst, n->out[i]->name);
     c->vm[n->out[i]->id] = m;
     c->vm_known[n->out[i]->id] = 1;
     if (!diverges(&m, c->tol)) continue;

@@ -10,10 +10,10 @@
  *    `--trace DIR` (DIR/<value name made safe>.npy; values a fused activation
  *    swallowed or views are absent). The interpreter runs the model and every
  *    traced value is compared with it.
- * A value diverges when its relative norm error exceeds the tolerance's rtol (at
- * least 1e-4), its cosine falls below the tolerance's floor, or NaN/Inf disagree:
- * a norm test, so that elementwise float32 noise in large intermediates does not
- * look like the culprit. */
+ * A value diverges when its relative norm error exceeds the tolerance's
+ * max_rel_norm (PARITY_LAYER_REL_NORM when unset), its cosine falls below the
+ * tolerance's floor, or NaN/Inf disagree: a norm test, so that elementwise float32
+ * noise in large intermediates does not look like the culprit. */
 #ifndef MG_LOCALIZE_H
 #define MG_LOCALIZE_H
 #include "interp.h"
@@ -39,6 +39,8 @@ typedef struct {
   parity_metrics m;      /* the diverging value against its reference */
   loc_input inputs[LOC_MAX_INPUTS];
   int n_inputs;
+  char worst[LOC_NAME];  /* the compared value with the largest relative norm error */
+  parity_metrics worst_m;
 } loc_result;
 
 /* The torch module path of an ONNX node name ("" for the root scope or a name

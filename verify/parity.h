@@ -31,13 +31,19 @@ typedef struct {
 #define PARITY_REL_FLOOR 1e-6
 
 /* A tolerance: forward checks use rtol/atol elementwise and the cosine floor;
- * gradient checks use the cosine floor and rel_norm ceiling. A negative field means
- * "not checked". */
+ * gradient checks use the cosine floor and rel_norm ceiling; layer-by-layer checks
+ * (verify/localize.h) use the forward tolerance's cosine floor and rel_norm ceiling.
+ * A negative field means "not checked". */
 typedef struct {
   double rtol, atol;
   double min_cosine;
   double max_rel_norm;
 } parity_tol;
+
+/* The default relative norm error above which an intermediate (a torch module's
+ * output, a traced node) diverges: float32 noise in correct models stays near
+ * 1e-6 while a LayerNorm epsilon of 1e-7 instead of 1e-5 shows as ~7e-6. */
+#define PARITY_LAYER_REL_NORM 3e-6
 
 /* Documented float32 defaults (docs/parity.md, section "migc verify"). */
 parity_tol parity_default_forward(void);
