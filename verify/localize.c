@@ -173,6 +173,15 @@ static void module_inputs(torch_ctx *c, const char *module) {
   }
 }
 
+/* Whether n reads an initializer torch's exporter made by constant folding
+ * ("onnx::Conv_46": a BatchNorm folded into a Conv): its output is then no longer
+ * the module's own, so comparing it would blame a correct node. */
+static int reads_folded_constant(const mg_node *n) {
+  for (int j = 0; j < n->n_in; j++)
+    if (n->in[j] && n->in[j]->kind == MG_V_INIT && !strncmp(n->in[j]->name, "onnx::", 6)) return 1;
+  return 0;
+}
+
 static int float_tensor(const mg_rvalue *v) {
   return v && v->kind == MG_RV_TENSOR && mg_dtype_is_float(v->t.dtype);
 }
@@ -243,6 +252,7 @@ int loc_against_torch(mg_model *m, const mg_array *inputs, int n_inputs, const m
     if (!mp) continue;
     for (int i = 0; i < g->n_nodes; i++)
       if (in_scope(c.node_module[i], mp)) c.end[k] = i;
+    if (c.end[k] >= 0 && reads_folded_constant(g->nodes[c.end[k]])) c.end[k] = -1;
   }
   interp_options opt = {.observe = torch_observe, .observe_ctx = &c};
   mg_array *outs = NULL;

@@ -4,7 +4,9 @@
  *  - torch: the per-module outputs that tools/torch_reference.py recorded with
  *    forward hooks (ref.npz "modules/<path>"). ONNX node names carry the module
  *    scope (`/layer1/layer1.0/conv1/Conv` -> `layer1.0.conv1`); the last node of a
- *    scope produces that module's output. The interpreter runs the model and each
+ *    scope produces that module's output, unless it reads a constant the exporter
+ *    folded (`onnx::Conv_46`: a BatchNorm folded into the Conv): such modules are
+ *    skipped, since comparing them would blame a correct node. The interpreter runs the model and each
  *    such node's output is compared with its module's.
  *  - trace: a directory of per-node outputs written by a generated runner with
  *    `--trace DIR` (DIR/<value name made safe>.npy; values a fused activation

@@ -1,0 +1,174 @@
+#!/bin/bash
+# `migc verify` end to end on small reference folders written with torch
+# (tests/fixtures/make_verify_ref.py, the tools/torch_reference.py format): a pass,
+# gradients, mutations that must fail with the right node named (a weight scaled by
+# 1% in the ONNX and in the checkpoint, Gelu swapped for its tanh form, LayerNorm
+# epsilon 1e-7, a Conv's padding changed in the generated C), bad inputs (exit 2),
+# policy files, the JSON fields, and JUnit that validates and parses.
+# usage: tests/e2e/verify.sh BUILD_DIR
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/../.."
+SRC=$(pwd)
+BUILD=$(cd "$BUILD" && pwd)
+MIGC=$BUILD/migc
+PY=/usr/bin/python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+check() { # description command... (passes when the command succeeds)
+  local what=$1; shift
+  if "$@" > "$work/last.log" 2>&1; then pass=$((pass + 1)); echo "ok   $what"
+  else fail=$((fail + 1)); echo "FAIL $what"; sed 's/^/     /' "$work/last.log" | head -8; fi
+}
+status_is() { # expected-status command...
+  local want=$1; shift
+  "$@" > "$work/status.log" 2>&1
+  local got=$?
+  [ $got -eq "$want" ] || { echo "exit $got, wanted $want"; cat "$work/status.log"; return 1; }
+}
+says() { # pattern command... (exit status ignored; output must match)
+  local pat=$1; shift
+  "$@" > "$work/says.log" 2>&1
+  grep -q -- "$pat" "$work/says.log" || { echo "no '$pat' in:"; cat "$work/says.log"; return 1; }
+}
+jq_py() { # FILE PYTHON-EXPR (j is the parsed JSON; the expression must be true)
+  $PY -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"
+}
+
+ref=$work/tiny
+$PY tests/fixtures/make_verify_ref.py "$ref" > /dev/null 2>&1 || { echo "FAIL fixture (torch)"; exit 1; }
+$PY tests/fixtures/make_verify_ref.py "$work/gelu" --gelu-tanh > /dev/null 2>&1
+$PY tests/fixtures/make_verify_ref.py "$work/cnn" --arch cnn > /dev/null 2>&1
+has_grad=0
+"$MIGC" verify "$ref" --grad > "$work/grad_probe.log" 2>&1 && has_grad=1
+
+# --- passing ---
+check "reference folder passes (exit 0)" status_is 0 "$MIGC" verify "$ref"
+check "the table names the output and the layers" says "layers .*PASS: 9 module outputs" "$MIGC" verify "$ref"
+check "long form on the ONNX with --reference passes" status_is 0 "$MIGC" verify "$ref/model_preserve.onnx" \
+  --reference "$ref/ref.npz"
+check "the default export (BatchNorm folded) passes forward" status_is 0 "$MIGC" verify "$ref/model.onnx" \
+  --reference "$ref/ref.npz"
+check "--json and --junit are written" "$MIGC" verify "$ref" --json "$work/p.json" --junit "$work/p.xml"
+check "json: verdict pass, metrics present" jq_py "$work/p.json" \
+  "j['verdict']=='pass' and set(j['outputs'][0]['metrics'])>={'max_abs_err','max_rel_err','cosine','rel_norm_err','ulp','frac_over_tol'} and set(j['outputs'][0]['metrics']['ulp'])=={'median','p99','max'} and j['outputs'][0]['tolerance']['rtol']==1e-4 and j['layers']['status']=='PASS'"
+check "junit parses with xml.etree: one testcase per output plus layers" $PY -c "
+import xml.etree.ElementTree as E, sys
+r = E.parse(sys.argv[1]).getroot(); s = r.find('testsuite')
+assert r.tag == 'testsuites' and s.get('tests') == '2' and s.get('failures') == '0', E.tostring(r)
+assert [c.get('name') for c in s.findall('testcase')] == ['output output', 'layers torch modules']" "$work/p.xml"
+check "junit validates against the JUnit schema" xmllint --noout --schema tests/fixtures/junit-10.xsd "$work/p.xml"
+check "no temporary files left beside the reports" bash -c "! ls -a '$work' | grep -q 'tmp\\.'"
+
+if [ $has_grad -eq 1 ]; then
+  check "--grad passes on the reference folder" status_is 0 "$MIGC" verify "$ref" --grad --json "$work/g.json" \
+    --junit "$work/g.xml"
+  check "json: input gradient and one group per module, nothing unmapped" jq_py "$work/g.json" \
+    "[g['name'] for g in j['gradients']['groups']]==['features.conv1','features.bn1','features.conv2','norm','fc1','fc2'] and len(j['gradients']['params'])==12 and j['gradients']['unmapped']==[] and j['gradients']['inputs'][0]['metrics']['cosine']>0.9999"
+  check "junit: outputs, layers, input gradient, 6 gradient groups" $PY -c "
+import xml.etree.ElementTree as E, sys
+s = E.parse(sys.argv[1]).getroot().find('testsuite')
+assert s.get('tests') == '9', s.get('tests')
+assert sum(c.get('classname') == 'verify.gradients' for c in s.findall('testcase')) == 7" "$work/g.xml"
+  check "junit (gradients) validates" xmllint --noout --schema tests/fixtures/junit-10.xsd "$work/g.xml"
+else
+  echo "skip --grad checks: $(tail -1 "$work/grad_probe.log")"
+fi
+
+# --- mutations: exit 1 and the right node ---
+$PY tests/fixtures/perturb.py onnx "$ref/model_preserve.onnx" "$work/w1.onnx" features.conv2.weight 1.01
+check "a weight scaled by 1% in the ONNX: exit 1" status_is 1 "$MIGC" verify "$work/w1.onnx" --reference "$ref/ref.npz"
+check "... names the Conv and its torch module" says "first diverging node: '/features/conv2/Conv' (Conv), torch module 'features.conv2'" \
+  "$MIGC" verify "$work/w1.onnx" --reference "$ref/ref.npz"
+check "... shows the weight differs from model.pth, the activation input agrees" bash -c \
+  "'$MIGC' verify '$work/w1.onnx' --reference '$ref/ref.npz' | grep \"input 'features.conv2.weight' (weights).*differs\" &&
+   '$MIGC' verify '$work/w1.onnx' --reference '$ref/ref.npz' | grep \"input '/features/relu/Relu_output_0' .*cosine 1.0000\" | grep -vq differs"
+"$MIGC" verify "$work/w1.onnx" --reference "$ref/ref.npz" --json "$work/f.json" --junit "$work/f.xml" > /dev/null
+check "json: verdict fail, localisation names the node" jq_py "$work/f.json" \
+  "j['verdict']=='fail' and j['localisation']['node']=='/features/conv2/Conv' and j['localisation']['module']=='features.conv2'"
+check "junit: failures carry the metrics and the culprit" $PY -c "
+import xml.etree.ElementTree as E, sys
+s = E.parse(sys.argv[1]).getroot().find('testsuite')
+f = [c.find('failure') for c in s.findall('testcase') if c.find('failure') is not None]
+assert s.get('failures') == str(len(f)) and f, E.tostring(s)
+assert 'cosine=' in f[0].get('message') and '/features/conv2/Conv' in f[0].text" "$work/f.xml"
+check "junit (failing) validates" xmllint --noout --schema tests/fixtures/junit-10.xsd "$work/f.xml"
+
+check "Gelu in its tanh form: exit 1" status_is 1 "$MIGC" verify "$work/gelu"
+check "... names the act module" says "torch module 'act'" "$MIGC" verify "$work/gelu"
+$PY - "$ref/model_preserve.onnx" "$work/eps.onnx" <<'PY'
+import onnx, sys
+m = onnx.load(sys.argv[1])
+for n in m.graph.node:
+    if n.op_type == 'LayerNormalization':
+        for a in n.attribute:
+            if a.name == 'epsilon': a.f = 1e-7
+onnx.save(m, sys.argv[2])
+PY
+check "LayerNorm epsilon 1e-7: exit 1 naming the LayerNormalization" says \
+  "first diverging node: '/norm/LayerNormalization' (LayerNormalization), torch module 'norm'" \
+  "$MIGC" verify "$work/eps.onnx" --reference "$ref/ref.npz"
+check "... and exit 1" status_is 1 "$MIGC" verify "$work/eps.onnx" --reference "$ref/ref.npz"
+
+# --- policy ---
+printf '<parity-policy>\n  <model match="*Tiny">\n    <forward rel-norm="1e-3"/>\n  </model>\n</parity-policy>\n' > "$work/loose.xml"
+check "a policy loosening the layer tolerance lets the Gelu approximation pass" status_is 0 \
+  "$MIGC" verify "$work/gelu" --policy "$work/loose.xml"
+printf '<parity-policy>\n  <output name="output" atol="0" rtol="0"/>\n</parity-policy>\n' > "$work/badpol.xml"
+check "policy: <output> outside <model> is an error with file:line (exit 2)" says "badpol.xml:2:" \
+  "$MIGC" verify "$ref" --policy "$work/badpol.xml"
+printf '<parity-policy>\n  <model match="*">\n    <output name="output" atol="0" rtol="0"/>\n  </model>\n</parity-policy>\n' > "$work/tight.xml"
+check "a per-output policy tightening to exact fails the output (exit 1)" status_is 1 \
+  "$MIGC" verify "$ref" --policy "$work/tight.xml"
+check "--rtol/--atol on the command line" status_is 1 "$MIGC" verify "$ref" --rtol 0 --atol 0
+
+# --- convert output folder, checkpoint check ---
+out=$work/conv
+"$MIGC" convert "$ref/model_preserve.onnx" --weights "$ref/model.pth" -o "$out" > /dev/null 2>&1
+check "convert writes convert.json with the absolute model path" jq_py "$out/convert.json" \
+  "j['model']=='$(cd "$ref" && pwd)/model_preserve.onnx'"
+check "verify OUTDIR --reference passes, checkpoint checked" says "weights: 14 checkpoint tensors checked against the graph, 0 differ" \
+  "$MIGC" verify "$out" --reference "$ref/ref.npz"
+$PY tests/fixtures/perturb.py ckpt "$out/model.ckpt" "$work/bad.ckpt" features.conv1.weight 1.01
+check "a checkpoint weight scaled by 1%: exit 1" status_is 1 "$MIGC" verify "$out" --reference "$ref/ref.npz" \
+  --ckpt "$work/bad.ckpt" --weights-map "$out/weight_map.json"
+check "... names the tensor and the node reading it" says "features.conv1.weight.*FAIL.*read by node /features/conv1/Conv" \
+  "$MIGC" verify "$out" --reference "$ref/ref.npz" --ckpt "$work/bad.ckpt" --weights-map "$out/weight_map.json"
+
+# --- the C backend ---
+if command -v cc > /dev/null; then
+  check "--backend c on a converted-on-the-fly model passes" status_is 0 "$MIGC" verify "$work/cnn" --backend c
+  cout=$work/cnnout
+  "$MIGC" convert "$work/cnn/model_preserve.onnx" -o "$cout" --input-shape input=2x3x8x8 > /dev/null 2>&1
+  check "--backend c on OUTDIR (built by verify) passes" status_is 0 "$MIGC" verify "$cout" \
+    --reference "$work/cnn/ref.npz" --backend c
+  # conv2: pads (1,1,1,1) -> (0,0,2,2), same output size
+  sed -i 's/1, 2, 2, 1, 1, 1, 1, 1, 1, 4, 4,/1, 2, 2, 1, 1, 0, 0, 2, 2, 4, 4,/' "$cout/cpu/model.c"
+  rm -f "$cout/cpu/runner"
+  check "a Conv's padding changed in the generated C: exit 1" status_is 1 "$MIGC" verify "$cout" \
+    --reference "$work/cnn/ref.npz" --backend c
+  check "... localised through the runner's trace, or said why not" says "first diverging node: '/features/conv2/Conv'\|localisation: the runner failed with --trace" \
+    "$MIGC" verify "$cout" --reference "$work/cnn/ref.npz" --backend c
+fi
+
+# --- bad input: exit 2 ---
+mkdir -p "$work/empty"
+check "no argument" status_is 2 "$MIGC" verify
+check "missing folder" status_is 2 "$MIGC" verify "$work/nope"
+check "folder without a model" status_is 2 "$MIGC" verify "$work/empty"
+check "ONNX without --reference" status_is 2 "$MIGC" verify "$ref/model.onnx"
+check "unknown backend" status_is 2 "$MIGC" verify "$ref" --backend gpu
+check "unknown option" status_is 2 "$MIGC" verify "$ref" --frobnicate
+check "--ckpt without --weights-map" status_is 2 "$MIGC" verify "$ref" --ckpt "$out/model.ckpt"
+check "negative --rtol" status_is 2 "$MIGC" verify "$ref" --rtol -1
+check "reference that is not an npz" status_is 2 "$MIGC" verify "$ref/model.onnx" --reference "$ref/ref.json"
+$PY -c "import numpy as np, sys; np.savez(sys.argv[1], **{'outputs/output': np.zeros((2, 5), 'f4')})" "$work/noin.npz"
+check "reference without the model's inputs" says "inputs/input" "$MIGC" verify "$ref/model.onnx" --reference "$work/noin.npz"
+check "... exit 2" status_is 2 "$MIGC" verify "$ref/model.onnx" --reference "$work/noin.npz"
+check "missing policy file" status_is 2 "$MIGC" verify "$ref" --policy "$work/none.xml"
+check "--json into a missing folder" status_is 2 "$MIGC" verify "$ref" --json "$work/no/such/dir.json"
+check "--help exits 0" status_is 0 "$MIGC" verify --help
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
