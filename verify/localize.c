@@ -29,10 +29,32 @@ void loc_module_path(const char *node_name, char *out, size_t n) {
   }
 }
 
-/* True when a value diverges from its reference by the norm test of localize.h. */
-static int diverges(const parity_metrics *m, const parity_tol *tol) {
-  double rel = tol->max_rel_norm >= 0 ? tol->max_rel_norm : PARITY_LAYER_REL_NORM;
-  return m->n_nonfinite || m->rel_norm > rel || (tol->min_cosine >= 0 && m->cosine < tol->min_cosine);
+/* True when a value diverges from its reference (the test of localize.h): its
+ * relative norm error exceeds both the floor and PARITY_LAYER_GROWTH times the
+ * error its inputs carried in (`carried`), or its cosine or NaN/Inf disagree. */
+static int diverges(const parity_metrics *m, const parity_tol *tol, double carried) {
+  double floor = tol->max_rel_norm >= 0 ? tol->max_rel_norm : PARITY_LAYER_REL_NORM;
+  double bound = fmax(floor, PARITY_LAYER_GROWTH * carried);
+  return m->n_nonfinite || m->rel_norm > bound || (tol->min_cosine >= 0 && m->cosine < tol->min_cosine);
+}
+
+/* The error the run-time inputs of n carry in: the largest estimate over them.
+ * est[] holds, per value of g, its measured relative norm error when it was
+ * compared, else the largest over its producer's inputs (graph inputs are exact,
+ * parameters are not the localisation's concern). */
+static double carried_error(const mg_graph *g, const mg_node *n, const double *est) {
+  double e = 0;
+  for (int j = 0; j < n->n_in; j++) {
+    const mg_value *v = n->in[j];
+    if (v && v->producer && v->producer->graph == g && v->id >= 0 && v->id < g->n_values) e = fmax(e, est[v->id]);
+  }
+  return e;
+}
+
+/* Records the estimate of every output of n (see carried_error). */
+static void carry_forward(const mg_node *n, double *est, double carried) {
+  for (int i = 0; i < n->n_out; i++)
+    if (n->out[i] && n->out[i]->id >= 0) est[n->out[i]->id] = carried;
 }
 
 static void copy_str(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s ? s : ""); }
@@ -70,6 +92,7 @@ typedef struct {
   int *end;                      /* per ref: index of the node producing it, -1 none */
   parity_metrics *vm;            /* per top-level value: comparison made */
   int *vm_ref;                   /* per top-level value: the ref it was compared with, -1 none */
+  double *est;                   /* per top-level value: estimated error (carried_error) */
 } torch_ctx;
 
 /* The key a "modules/<key>" reference names ("layer1.0.relu@1" for a module's
@@ -195,7 +218,10 @@ static int64_t numel(const mg_array *a) {
 static int torch_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
   torch_ctx *c = ctx;
   mg_graph *g = c->m->graph;
-  if (n->graph != g || !n->n_out || !n->out[0] || !float_tensor(outs[0])) return 0;
+  if (n->graph != g) return 0;
+  double carried = carried_error(g, n, c->est);
+  carry_forward(n, c->est, carried);
+  if (!n->n_out || !n->out[0] || !float_tensor(outs[0])) return 0;
   const mg_array *got = &outs[0]->t;
   /* deepest module first: a parent ending at the same node names less */
   int best = -1;
@@ -216,8 +242,8 @@ static int torch_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
     if (c->r->compared == 1 || m.rel_norm > c->r->worst_m.rel_norm)
       c->r->worst_m = m, copy_str(c->r->worst, sizeof c->r->worst, module_of_ref(ref));
     int id = n->out[0]->id;
-    if (c->vm_ref[id] < 0) c->vm[id] = m, c->vm_ref[id] = pick;
-    if (!diverges(&m, c->tol)) continue;
+    if (c->vm_ref[id] < 0) c->vm[id] = m, c->vm_ref[id] = pick, c->est[id] = m.rel_norm;
+    if (!diverges(&m, c->tol, carried)) continue;
     loc_result *r = c->r;
     r->found = 1;
     r->m = m;
@@ -234,13 +260,14 @@ int loc_against_torch(mg_model *m, const mg_array *inputs, int n_inputs, const m
                       const wt_source *weights, const parity_tol *tol, loc_result *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
   mg_graph *g = m->graph;
-  torch_ctx c = {m, inputs, n_inputs, refs, n_refs, weights, tol, r, d, NULL, NULL, NULL, NULL};
+  torch_ctx c = {m, inputs, n_inputs, refs, n_refs, weights, tol, r, d, NULL, NULL, NULL, NULL, NULL};
   c.node_module = mg_calloc((size_t)g->n_nodes + 1, sizeof *c.node_module);
   c.end = mg_calloc((size_t)n_refs + 1, sizeof *c.end);
   c.vm = mg_calloc((size_t)g->n_values + 1, sizeof *c.vm);
   c.vm_ref = mg_calloc((size_t)g->n_values + 1, sizeof *c.vm_ref);
+  c.est = mg_calloc((size_t)g->n_values + 1, sizeof *c.est);
   int rc = -1;
-  if (!c.node_module || !c.end || !c.vm || !c.vm_ref) {
+  if (!c.node_module || !c.end || !c.vm || !c.vm_ref || !c.est) {
     mg_error(d, OOM, NULL, NULL, "no memory for localisation");
     goto done;
   }
@@ -265,6 +292,7 @@ done:
   mg_free(c.end);
   mg_free(c.vm);
   mg_free(c.vm_ref);
+  mg_free(c.est);
   return rc;
 }
 
@@ -278,6 +306,7 @@ typedef struct {
   mg_diags *d;
   parity_metrics *vm;
   int *vm_known;
+  double *est;
 } trace_ctx;
 
 /* The trace file name of a value: the rule of cli_safe_name and the generated
@@ -296,6 +325,8 @@ static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
   trace_ctx *c = ctx;
   mg_graph *g = c->m->graph;
   if (n->graph != g) return 0;
+  double carried = carried_error(g, n, c->est);
+  carry_forward(n, c->est, carried);
   for (int i = 0; i < n->n_out; i++) {
     if (!n->out[i] || !float_tensor(outs[i])) continue;
     char path[PATH_MAX];
@@ -316,7 +347,8 @@ static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
       c->r->worst_m = m, copy_str(c->r->worst, sizeof c->r->worst, n->out[i]->name);
     c->vm[n->out[i]->id] = m;
     c->vm_known[n->out[i]->id] = 1;
-    if (!diverges(&m, c->tol)) continue;
+    c->est[n->out[i]->id] = m.rel_norm;
+    if (!diverges(&m, c->tol, carried)) continue;
     loc_result *r = c->r;
     r->found = 1;
     r->m = m;
@@ -348,9 +380,9 @@ int loc_against_trace(mg_model *m, const mg_array *inputs, int n_inputs, const c
   memset(r, 0, sizeof *r);
   mg_graph *g = m->graph;
   trace_ctx c = {m, trace_dir, tol, r, d, mg_calloc((size_t)g->n_values + 1, sizeof(parity_metrics)),
-                 mg_calloc((size_t)g->n_values + 1, sizeof(int))};
+                 mg_calloc((size_t)g->n_values + 1, sizeof(int)), mg_calloc((size_t)g->n_values + 1, sizeof(double))};
   int rc = -1;
-  if (!c.vm || !c.vm_known) {
+  if (!c.vm || !c.vm_known || !c.est) {
     mg_error(d, OOM, NULL, NULL, "no memory for localisation");
   } else {
     interp_options opt = {.observe = trace_observe, .observe_ctx = &c};
@@ -362,5 +394,6 @@ int loc_against_trace(mg_model *m, const mg_array *inputs, int n_inputs, const c
   }
   mg_free(c.vm);
   mg_free(c.vm_known);
+  mg_free(c.est);
   return rc;
 }
