@@ -153,7 +153,8 @@ int verify_c_trace(vctx *v) {
   int rc = run_runner(v, runner, outdir, "--trace", v->trace_dir);
   if (rc) {
     snprintf(v->loc_note, sizeof v->loc_note,
-             "the runner failed with --trace (exit %d): rebuild the project with a migc whose runners trace", rc);
+             "the runner failed with --trace (exit %d): no node-by-node check; regenerate the project with a migc "
+             "whose runners write traces", rc);
     return -1;
   }
   return 0;

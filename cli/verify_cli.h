@@ -69,7 +69,7 @@ typedef struct {
   int have_grads;
   struct wt_source *pth_src;
   loc_result loc;
-  int localised;
+  int localised, loc_tried;
   char loc_note[256];
   double t_forward, t_grad, t_total;
 } vctx;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-parity_tol parity_default_forward(void) { return (parity_tol){1e-4, 1e-5, 0.99999, PARITY_LAYER_REL_NORM}; }
+parity_tol parity_default_forward(void) { return (parity_tol){1e-3, 1e-5, 0.99999, PARITY_LAYER_REL_NORM}; }
 parity_tol parity_default_grad(void) { return (parity_tol){1e-4, 1e-5, 0.9999, 1e-3}; }
 
 static int numeric(mg_dtype t) { return mg_dtype_size(t) > 0 && t != MG_STRING && t != MG_C64 && t != MG_C128; }
