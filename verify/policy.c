@@ -58,21 +58,23 @@ static int read_rule(const char *path, xmlNode *x, rule_kind kind, const char *m
     const char *s = v ? (const char *)v : "";
     double *slot = !strcmp(name, "rtol") ? &r->rtol : !strcmp(name, "atol") ? &r->atol
                  : !strcmp(name, "cosine") ? &r->cosine : !strcmp(name, "rel-norm") ? &r->rel_norm : NULL;
+    char problem[300] = "";
     if (slot) {
       char *end;
       *slot = strtod(s, &end);
-      int bad = !*s || *end || !(*slot >= 0);
-      if (bad) {
-        xmlFree(v);
-        FAIL(x, "<%s %s=\"%s\">: not a non-negative number", x->name, name, s);
-      }
-    } else if (key_attr && !strcmp(name, key_attr)) {
+      if (!*s || *end || !(*slot >= 0))
+        snprintf(problem, sizeof problem, "<%s %s=\"%.200s\">: not a non-negative number", x->name, name, s);
+    } else if (key_attr && !strcmp(name, key_attr) && !r->key) {
       r->key = dup(s);
     } else {
-      xmlFree(v);
-      FAIL(x, "<%s>: unknown attribute '%s'", x->name, name);
+      snprintf(problem, sizeof problem, "<%s>: unknown attribute '%s'", x->name, name);
     }
     xmlFree(v);
+    if (problem[0]) {
+      mg_free(r->key);
+      r->key = NULL;
+      FAIL(x, "%s", problem);
+    }
   }
   if (key_attr && !r->key) FAIL(x, "<%s> needs %s=", x->name, key_attr);
   r->model = dup(model);

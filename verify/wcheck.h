@@ -21,7 +21,7 @@ typedef enum { WC_OK, WC_MISSING, WC_SHAPE, WC_VALUES, WC_NO_INIT } wcheck_statu
 
 typedef struct {
   wcheck_status status;
-  char why[256];
+  char why[512];
   char node[256];           /* a node that reads the initializer, for the report */
   parity_metrics m;
   int compared;
