@@ -226,8 +226,10 @@ static void group_gradients(vctx *v) {
  * (PRESERVE exports), else through the weight map (bindings by name, by value, or
  * transposed). Returns the gradient index in gr->params or -1; *transposed is set
  * for a transposed binding. */
-static int find_param_grad(const vctx *v, const grad_result *gr, const char *torch_name, int *transposed) {
+static int find_param_grad(const vctx *v, const grad_result *gr, const char *torch_name, int *transposed,
+                           const char **folded_into) {
   *transposed = 0;
+  *folded_into = NULL;
   for (int k = 0; k < gr->n_params; k++)
     if (gr->params[k].name && !strcmp(gr->params[k].name, torch_name)) return k;
   const char *init = NULL;
@@ -240,6 +242,7 @@ static int find_param_grad(const vctx *v, const grad_result *gr, const char *tor
     if (!src || strcmp(src, torch_name) || !how) continue;
     if (!strcmp(how, "name") || !strcmp(how, "value")) init = json_string_value(json_object_get(t, "initializer"));
     else if (!strcmp(how, "transpose")) init = json_string_value(json_object_get(t, "initializer")), *transposed = 1;
+    else *folded_into = json_string_value(json_object_get(t, "initializer"));
   }
   if (!init) return -1;
   for (int k = 0; k < gr->n_params; k++)
@@ -316,11 +319,16 @@ static int compare_gradients(vctx *v) {
     if (!r) return -1;
     r->tol = policy_grad(v->policy, v->model_name, tname);
     int transposed;
-    int k = find_param_grad(v, &v->grads, tname, &transposed);
+    const char *folded;
+    int k = find_param_grad(v, &v->grads, tname, &transposed, &folded);
     if (k < 0) {
       r->status = V_ERROR;
-      snprintf(r->why, sizeof r->why, "no graph parameter maps to this torch parameter%s",
-               v->map ? " (not by name, nor through the weight map)" : " (by name; give --weights-map)");
+      if (folded)
+        snprintf(r->why, sizeof r->why, "folded into '%.200s' by the export (a BatchNorm fold): no gradient of its own; "
+                 "verify the TrainingMode.PRESERVE export", folded);
+      else
+        snprintf(r->why, sizeof r->why, "no graph parameter maps to this torch parameter%s",
+                 v->map ? " (not by name, nor through the weight map)" : " (by name; give --weights-map)");
       continue;
     }
     snprintf(r->init, sizeof r->init, "%s", v->grads.params[k].name);
