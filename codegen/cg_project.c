@@ -139,6 +139,10 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf_printf(&h, "void %s_free(%s_t *m);\n", p, p);
   cg_buf_printf(&h, "/* Inputs and outputs in graph order, dense C order, as in %s_inputs/outputs. */\n", p);
   cg_buf_printf(&h, "int %s_run_v(%s_t *m, const void *const *inputs, void *const *outputs);\n", p, p);
+  cg_buf_printf(&h, "/* The same, calling trace after every node with its output (for layer-by-layer\n"
+                    " * comparison); trace may be NULL. */\n"
+                    "int %s_run_trace(%s_t *m, const void *const *inputs, void *const *outputs,\n"
+                    "                 mg_rt_trace_fn trace, void *ctx);\n", p, p);
   cg_buf_printf(&h, "int %s_run(%s_t *m", p, p);
   for (int i = 0; i < g->n_inputs; i++) {
     char id[96];
@@ -234,13 +238,19 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  memset(m, 0, sizeof *m);\n}\n\n",
                 p, p);
   cg_buf_printf(&b,
-                "int %s_run_v(%s_t *m, const void *const *in, void *const *out) {\n"
+                "int %s_run_trace(%s_t *m, const void *const *in, void *const *out, mg_rt_trace_fn trace,\n"
+                "                 void *tctx) {\n"
                 "  unsigned char *A;\n  const unsigned char *W;\n"
                 "  if (!m || !m->arena || (%s_WEIGHTS_BYTES && !m->weights)) return MG_RT_EARG;\n"
-                "  A = m->arena;\n  W = m->weights;\n  (void)A;\n  (void)W;\n  (void)in;\n  (void)out;\n",
+                "  A = m->arena;\n  W = m->weights;\n  (void)A;\n  (void)W;\n  (void)in;\n  (void)out;\n"
+                "  (void)trace;\n  (void)tctx;\n",
                 p, p, P);
   if (c->body.s) cg_buf_printf(&b, "%s", c->body.s);
   cg_buf_printf(&b, "  return MG_RT_OK;\n}\n\n");
+  cg_buf_printf(&b,
+                "int %s_run_v(%s_t *m, const void *const *in, void *const *out) {\n"
+                "  return %s_run_trace(m, in, out, 0, 0);\n}\n\n",
+                p, p, p);
   cg_buf_printf(&b, "int %s_run(%s_t *m", p, p);
   for (int i = 0; i < g->n_inputs; i++) {
     char id[96];
@@ -276,9 +286,11 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf_printf(&b,
                 "static int desc_run(void *m, const void *const *in, void *const *out) {\n"
                 "  return %s_run_v((%s_t *)m, in, out);\n}\n"
-                "static void desc_free(void *m) { %s_free((%s_t *)m); }\n",
-                p, p, p, p);
-  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free};\n",
+                "static void desc_free(void *m) { %s_free((%s_t *)m); }\n"
+                "static int desc_trace(void *m, const void *const *in, void *const *out, mg_rt_trace_fn t, void *x) {\n"
+                "  return %s_run_trace((%s_t *)m, in, out, t, x);\n}\n",
+                p, p, p, p, p, p);
+  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free,\n  desc_trace};\n",
                 p, p, g->n_inputs, g->n_outputs, p, p, p);
   if (h.failed || b.failed) {
     cg_buf_free(&h);
