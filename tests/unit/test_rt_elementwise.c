@@ -17,6 +17,8 @@
 
 #include "mg_runtime.h"
 
+static const double PI = 3.14159265358979323846;
+
 /* ------------------------------------------------------------- helpers */
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -102,7 +104,7 @@ static double ref_act(double v, mg_act act, double a, double b) {
   case MG_ACT_SILU: return v / (1 + exp(-v));
   case MG_ACT_TANH: return tanh(v);
   case MG_ACT_GELU: return v / 2 * (1 + erf(v / sqrt(2.0)));
-  case MG_ACT_GELU_TANH: return v / 2 * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  case MG_ACT_GELU_TANH: return v / 2 * (1 + tanh(sqrt(2 / PI) * (v + 0.044715 * v * v * v)));
   }
   return v;
 }
@@ -221,7 +223,7 @@ static double ref_unary(mg_unop op, double v, double a, double b) {
   case MG_UN_ERF: return erf(v);
   case MG_UN_RECIPROCAL: return 1 / v;
   case MG_UN_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
-  case MG_UN_GELU_TANH: return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * pow(v, 3))));
+  case MG_UN_GELU_TANH: return 0.5 * v * (1 + tanh(sqrt(2 / PI) * (v + 0.044715 * pow(v, 3))));
   case MG_UN_HARDSIGMOID: return fmax(0, fmin(1, a * v + b));
   case MG_UN_HARDSWISH: return v * fmax(0, fmin(1, v / 6 + 0.5));
   case MG_UN_ELU: return v >= 0 ? v : a * expm1(v);
