@@ -6,3 +6,5 @@ cd "$(dirname "$0")/.."
 bash bench/import_speed.sh "$BUILD"
 echo
 bash bench/interp_speed.sh "$BUILD"
+echo
+bash bench/cpu_speed.sh "$BUILD"

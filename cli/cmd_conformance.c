@@ -4,10 +4,12 @@
  * and the light/ whole-model tests, one line per test, ending with
  * "N passed, N failed, N skipped". */
 #include "cli.h"
+#include "conformance.h"
 #include "interp.h"
 #include "onnx_import.h"
 #include "passes.h"
 #include <dirent.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: migc conformance DIR... [--backend interp] [--xfail FILE] [--rtol R] [--atol A]\n"
+          "usage: migc conformance DIR... [--backend interp|c] [--xfail FILE] [--rtol R] [--atol A]\n"
           "\n"
           "Runs every ONNX backend test under each DIR: a folder holding model.onnx and\n"
           "test_data_set_N/{input,output}_K.pb, a folder of such folders, or a folder of\n"
@@ -25,21 +27,17 @@ static void help(FILE *f) {
           "\"N passed, N failed, N skipped\". Exits 1 on a failure not listed in the xfail\n"
           "file (lines: TEST-NAME REASON).\n"
           "\n"
-          "  --backend B   interp (the reference interpreter; default)\n"
+          "  --backend B   interp (the reference interpreter; default) or c (migc convert\n"
+          "                --target cpu: every test is converted, all are compiled into one\n"
+          "                runner, then each is run; integer inputs that decide shapes are\n"
+          "                bound at conversion, since generated code has static shapes)\n"
+          "  --only GLOB   run only the tests whose name matches GLOB (e.g. 'test_conv*')\n"
+          "  --work DIR    the C backend's build folder (default: a new one under /tmp,\n"
+          "                removed afterwards unless --keep)\n"
+          "  -j N          compile jobs for the C backend (default: the number of CPUs)\n"
           "  --rtol R      relative tolerance (default 1e-3, ONNX's backend default)\n"
           "  --atol A      absolute tolerance (default 1e-7)\n");
 }
-
-typedef struct {
-  char **names, **reasons;
-  int n;
-} xfail_list;
-
-typedef struct {
-  double rtol, atol;
-  xfail_list xfail;
-  int passed, failed, skipped, xfailed;
-} conf_ctx;
 
 static const char *xfail_reason(const xfail_list *x, const char *name) {
   for (int i = 0; i < x->n; i++)
@@ -116,7 +114,7 @@ static int value_to_array(const mg_value *v, mg_array *a) {
 }
 
 /* Is this diagnostic list a "not supported" (skip) rather than a failure? */
-static const char *unsupported_reason(const mg_diags *d) {
+const char *conf_unsupported_reason(const mg_diags *d) {
   for (size_t i = 0; i < d->count; i++) {
     mg_diag_code c = d->items[i].code;
     if (c == MG_D_UNKNOWN_OP || c == MG_D_UNSUPPORTED_ATTR || c == MG_D_UNSUPPORTED_DTYPE ||
@@ -131,8 +129,7 @@ static double elem(const mg_array *a, int64_t k) {
 }
 
 /* Compares got against want; on mismatch writes a reason and returns 1. */
-static int compare(const conf_ctx *cc, const mg_array *got, const mg_array *want, char *why, size_t n);
-static int compare(const conf_ctx *cc, const mg_array *got, const mg_array *want, char *why, size_t n) {
+int conf_compare(const conf_ctx *cc, const mg_array *got, const mg_array *want, char *why, size_t n) {
   if ((got->dtype == MG_C64 || got->dtype == MG_C128) && got->rank < MG_ARRAY_MAX_RANK &&
       want->rank < MG_ARRAY_MAX_RANK) {
     /* compare complex tensors as pairs of reals */
@@ -140,7 +137,7 @@ static int compare(const conf_ctx *cc, const mg_array *got, const mg_array *want
     g.dtype = w.dtype = got->dtype == MG_C64 ? MG_F32 : MG_F64;
     g.dims[g.rank++] = 2;
     w.dims[w.rank++] = 2;
-    if (got->dtype == want->dtype) return compare(cc, &g, &w, why, n);
+    if (got->dtype == want->dtype) return conf_compare(cc, &g, &w, why, n);
   }
   if (got->dtype != want->dtype) {
     snprintf(why, n, "dtype %s, expected %s", mg_dtype_name(got->dtype), mg_dtype_name(want->dtype));
@@ -195,7 +192,6 @@ static int compare(const conf_ctx *cc, const mg_array *got, const mg_array *want
   return 1;
 }
 
-typedef enum { R_PASS, R_FAIL, R_SKIP } result;
 
 static result run_case(conf_ctx *cc, mg_model *m, mg_array *inputs, int n_in, mg_array *expected,
                        int n_exp, char *why, size_t wn) {
@@ -204,7 +200,7 @@ static result run_case(conf_ctx *cc, mg_model *m, mg_array *inputs, int n_in, mg
   mg_array *outs = NULL;
   result r = R_PASS;
   if (interp_run(m, inputs, n_in, NULL, &outs, &d)) {
-    const char *u = unsupported_reason(&d);
+    const char *u = conf_unsupported_reason(&d);
     char line[1024] = "";
     if (d.count) mg_diag_format(&d.items[0], line, sizeof line);
     snprintf(why, wn, "%s", u ? u : line);
@@ -212,7 +208,7 @@ static result run_case(conf_ctx *cc, mg_model *m, mg_array *inputs, int n_in, mg
   } else {
     for (int i = 0; i < n_exp && i < m->graph->n_outputs && r == R_PASS; i++) {
       char w[900];
-      if (compare(cc, &outs[i], &expected[i], w, sizeof w)) {
+      if (conf_compare(cc, &outs[i], &expected[i], w, sizeof w)) {
         snprintf(why, wn, "output '%s': %s", m->graph->outputs[i]->name, w);
         r = R_FAIL;
       }
@@ -223,7 +219,7 @@ static result run_case(conf_ctx *cc, mg_model *m, mg_array *inputs, int n_in, mg
   return r;
 }
 
-static void report(conf_ctx *cc, const char *name, result r, const char *why) {
+void conf_report(conf_ctx *cc, const char *name, result r, const char *why) {
   const char *xr = xfail_reason(&cc->xfail, name);
   if (r == R_PASS) {
     cc->passed++;
@@ -247,7 +243,7 @@ static mg_model *load(const char *path, char *why, size_t wn, result *r) {
   mg_diags_init(&d);
   mg_model *m = NULL;
   if (onnx_import(path, &d, &m) || mg_prepare(m, NULL, 0, &d)) {
-    const char *u = unsupported_reason(&d);
+    const char *u = conf_unsupported_reason(&d);
     char line[1024] = "";
     if (d.count) mg_diag_format(&d.items[0], line, sizeof line);
     snprintf(why, wn, "%s", u ? u : line);
@@ -259,13 +255,62 @@ static mg_model *load(const char *path, char *why, size_t wn, result *r) {
   return m;
 }
 
-static int read_pb(const char *path, mg_model *m, mg_array *a) {
+int conf_read_pb(const char *path, mg_model *m, mg_array *a) {
   mg_diags d;
   mg_diags_init(&d);
   mg_value *v;
   int rc = onnx_read_tensor(path, m, &v, &d) ? -1 : value_to_array(v, a);
   mg_diags_free(&d);
   return rc;
+}
+
+/* Reads test_data_set_* of dir for the C backend's queue; unreadable data is a skip. */
+static void queue_test_dir(conf_ctx *cc, const char *dir, const char *name, mg_model *m) {
+  mg_graph *g = m->graph;
+  mg_array *ins[16], *exps[16];
+  int n_ins[16], n_exps[16], sets = 0;
+  char path[4200];
+  for (int s = 0; s < 16; s++) {
+    char set[3000];
+    snprintf(set, sizeof set, "%s/test_data_set_%d", dir, s);
+    if (!is_dir(set)) break;
+    ins[sets] = mg_calloc(64, sizeof(mg_array));
+    exps[sets] = mg_calloc(64, sizeof(mg_array));
+    n_ins[sets] = n_exps[sets] = 0;
+    int bad = !ins[sets] || !exps[sets];
+    for (int k = 0; k < 64 && !bad; k++) {
+      snprintf(path, sizeof path, "%s/input_%d.pb", set, k);
+      if (!is_file(path)) break;
+      mg_array *a = &ins[sets][n_ins[sets]];
+      if (k >= g->n_inputs || conf_read_pb(path, m, a)) { bad = 1; break; }
+      a->name = strdup(g->inputs[k]->name);
+      if (a->dtype == MG_U16 && g->inputs[k]->dtype == MG_BF16) a->dtype = MG_BF16;
+      n_ins[sets]++;
+    }
+    for (int k = 0; k < 64 && !bad; k++) {
+      snprintf(path, sizeof path, "%s/output_%d.pb", set, k);
+      if (!is_file(path)) break;
+      mg_array *a = &exps[sets][n_exps[sets]];
+      if (conf_read_pb(path, m, a)) { bad = 1; break; }
+      if (a->dtype == MG_U16 && k < g->n_outputs && g->outputs[k]->dtype == MG_BF16) a->dtype = MG_BF16;
+      n_exps[sets]++;
+    }
+    sets++;
+    if (bad) {
+      for (int i = 0; i < sets; i++) {
+        if (ins[i]) mg_arrays_free(ins[i], n_ins[i]);
+        if (exps[i]) mg_arrays_free(exps[i], n_exps[i]);
+      }
+      conf_report(cc, name, R_SKIP, "test data could not be read as tensors (sequence/optional/string data)");
+      return;
+    }
+  }
+  if (!sets) {
+    conf_report(cc, name, R_SKIP, "no test_data_set");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/model.onnx", dir);
+  conf_c_queue(cc, cc->cq, name, path, ins, n_ins, exps, n_exps, sets);
 }
 
 /* One backend test folder. */
@@ -275,22 +320,27 @@ static void run_test_dir(conf_ctx *cc, const char *dir, const char *name) {
   snprintf(path, sizeof path, "%s/model.onnx", dir);
   mg_model *m = load(path, why, sizeof why, &r);
   if (!m) {
-    report(cc, name, r, why);
+    conf_report(cc, name, r, why);
     return;
   }
   mg_graph *g = m->graph;
   for (int i = 0; i < g->n_inputs; i++)
     if (g->inputs[i]->vtype != MG_VT_TENSOR) {
-      report(cc, name, R_SKIP, "sequence or optional inputs are not supported by the runner");
+      conf_report(cc, name, R_SKIP, "sequence or optional inputs are not supported by the runner");
       mg_model_free(m);
       return;
     }
   for (int i = 0; i < g->n_outputs; i++)
     if (g->outputs[i]->vtype != MG_VT_TENSOR) {
-      report(cc, name, R_SKIP, "sequence or optional outputs are not supported by the runner");
+      conf_report(cc, name, R_SKIP, "sequence or optional outputs are not supported by the runner");
       mg_model_free(m);
       return;
     }
+  if (cc->cq) {
+    queue_test_dir(cc, dir, name, m);
+    mg_model_free(m);
+    return;
+  }
   int sets = 0;
   for (int s = 0; r == R_PASS; s++) {
     char set[3000];
@@ -302,7 +352,7 @@ static void run_test_dir(conf_ctx *cc, const char *dir, const char *name) {
     for (int k = 0; k < 64; k++) {
       snprintf(path, sizeof path, "%s/input_%d.pb", set, k);
       if (!is_file(path)) break;
-      if (k >= g->n_inputs || read_pb(path, m, &in[n_in])) { bad = 1; break; }
+      if (k >= g->n_inputs || conf_read_pb(path, m, &in[n_in])) { bad = 1; break; }
       in[n_in].name = strdup(g->inputs[k]->name);
       /* onnx 1.12's generator stores bfloat16 test data as uint16 bit patterns */
       if (in[n_in].dtype == MG_U16 && g->inputs[k]->dtype == MG_BF16) in[n_in].dtype = MG_BF16;
@@ -311,7 +361,7 @@ static void run_test_dir(conf_ctx *cc, const char *dir, const char *name) {
     for (int k = 0; k < 64 && !bad; k++) {
       snprintf(path, sizeof path, "%s/output_%d.pb", set, k);
       if (!is_file(path)) break;
-      if (read_pb(path, m, &exp[n_exp])) { bad = 1; break; }
+      if (conf_read_pb(path, m, &exp[n_exp])) { bad = 1; break; }
       if (exp[n_exp].dtype == MG_U16 && k < g->n_outputs && g->outputs[k]->dtype == MG_BF16)
         exp[n_exp].dtype = MG_BF16;
       n_exp++;
@@ -329,7 +379,7 @@ static void run_test_dir(conf_ctx *cc, const char *dir, const char *name) {
     r = R_SKIP;
     snprintf(why, sizeof why, "no test_data_set");
   }
-  report(cc, name, r, why);
+  conf_report(cc, name, r, why);
   mg_model_free(m);
 }
 
@@ -339,14 +389,14 @@ static void run_light(conf_ctx *cc, const char *model_path, const char *name) {
   result r = R_PASS;
   mg_model *m = load(model_path, why, sizeof why, &r);
   if (!m) {
-    report(cc, name, r, why);
+    conf_report(cc, name, r, why);
     return;
   }
   snprintf(exp_path, sizeof exp_path, "%.*s_output_0.pb", (int)(strlen(model_path) - 5), model_path);
   mg_array exp, in[16];
   int n_in = 0;
-  if (read_pb(exp_path, m, &exp)) {
-    report(cc, name, R_FAIL, "cannot read the expected output");
+  if (conf_read_pb(exp_path, m, &exp)) {
+    conf_report(cc, name, R_FAIL, "cannot read the expected output");
     mg_model_free(m);
     return;
   }
@@ -369,8 +419,23 @@ static void run_light(conf_ctx *cc, const char *model_path, const char *name) {
       memcpy((char *)a->data + 4 * e, &x, 4);
     }
   }
+  if (cc->cq) {
+    mg_array *qin = mg_calloc((size_t)n_in + 1, sizeof *qin), *qexp = mg_calloc(1, sizeof *qexp);
+    if (!qin || !qexp) {
+      mg_free(qin);
+      mg_free(qexp);
+      conf_report(cc, name, R_FAIL, "out of memory");
+    } else {
+      memcpy(qin, in, sizeof *in * (size_t)n_in);
+      *qexp = exp;
+      int nq = n_in, ne = 1;
+      conf_c_queue(cc, cc->cq, name, model_path, &qin, &nq, &qexp, &ne, 1);
+    }
+    mg_model_free(m);
+    return;
+  }
   r = run_case(cc, m, in, n_in, &exp, 1, why, sizeof why);
-  report(cc, name, r, why);
+  conf_report(cc, name, r, why);
   for (int i = 0; i < n_in; i++) mg_array_free(&in[i]);
   mg_array_free(&exp);
   mg_model_free(m);
@@ -385,7 +450,7 @@ static void run_path(conf_ctx *cc, const char *dir) {
   const char *base = strrchr(dir, '/');
   base = base && base[1] ? base + 1 : dir;
   if (is_file(path)) {
-    run_test_dir(cc, dir, base);
+    if (!cc->only || !fnmatch(cc->only, base, 0)) run_test_dir(cc, dir, base);
     return;
   }
   DIR *dp = opendir(dir);
@@ -409,7 +474,9 @@ static void run_path(conf_ctx *cc, const char *dir) {
     size_t len = strlen(names[i]);
     char model[4200];
     snprintf(model, sizeof model, "%s/model.onnx", path);
-    if (is_dir(path) && is_file(model)) {
+    if (cc->only && fnmatch(cc->only, names[i], 0)) {
+      /* not selected */
+    } else if (is_dir(path) && is_file(model)) {
       run_test_dir(cc, path, names[i]);
     } else if (len > 5 && !strcmp(names[i] + len - 5, ".onnx") && !strncmp(names[i], "light_", 6)) {
       char name[512];
@@ -427,14 +494,23 @@ int cmd_conformance(int argc, char **argv) {
     return EXIT_OK;
   }
   conf_ctx cc = {.rtol = 1e-3, .atol = 1e-7};
-  const char *dirs[256];
-  int n_dirs = 0, rc = EXIT_OK;
+  const char *dirs[256], *backend = "interp", *work = NULL;
+  int n_dirs = 0, rc = EXIT_OK, keep = 0, jobs = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
-      if (strcmp(argv[++i], "interp")) {
-        fprintf(stderr, "migc conformance: backend '%s' is not available (interp is)\n", argv[i]);
+      backend = argv[++i];
+      if (strcmp(backend, "interp") && strcmp(backend, "c")) {
+        fprintf(stderr, "migc conformance: backend '%s' is not available (interp and c are)\n", backend);
         return EXIT_BAD_INPUT;
       }
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+      cc.only = argv[++i];
+    } else if (!strcmp(argv[i], "--work") && i + 1 < argc) {
+      work = argv[++i];
+    } else if (!strcmp(argv[i], "--keep")) {
+      keep = 1;
+    } else if (!strcmp(argv[i], "-j") && i + 1 < argc) {
+      jobs = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--xfail") && i + 1 < argc) {
       if (load_xfail(argv[++i], &cc.xfail)) return EXIT_BAD_INPUT;
     } else if (!strcmp(argv[i], "--rtol") && i + 1 < argc) {
@@ -453,6 +529,10 @@ int cmd_conformance(int argc, char **argv) {
     help(stderr);
     return EXIT_BAD_INPUT;
   }
+  if (!strcmp(backend, "c")) {
+    cc.cq = conf_c_new(work, keep, jobs);
+    if (!cc.cq) return EXIT_BAD_INPUT;
+  }
   for (int i = 0; i < n_dirs; i++) {
     if (!is_dir(dirs[i])) {
       fprintf(stderr, "migc conformance: %s is not a directory\n", dirs[i]);
@@ -461,6 +541,7 @@ int cmd_conformance(int argc, char **argv) {
     }
     run_path(&cc, dirs[i]);
   }
+  if (cc.cq) conf_c_finish(&cc, cc.cq);
   if (cc.xfailed) printf("(%d of the failures are listed as expected in the xfail file)\n", cc.xfailed);
   printf("%d passed, %d failed, %d skipped\n", cc.passed, cc.failed, cc.skipped);
   for (int i = 0; i < cc.xfail.n; i++) {

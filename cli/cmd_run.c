@@ -21,13 +21,6 @@ static void help(FILE *f) {
           "its fixed dimensions; anything else is an error (exit status 2).\n");
 }
 
-static void safe_name(const char *in, char *out, size_t n) {
-  size_t k = 0;
-  for (; *in && k + 1 < n; in++)
-    out[k++] = (*in == '/' || *in == '\\' || *in == ':' || (unsigned char)*in < 32) ? '_' : *in;
-  out[k] = 0;
-  if (!strcmp(out, ".") || !strcmp(out, "..") || !k) snprintf(out, n, "output");
-}
 
 int cmd_run(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
@@ -97,7 +90,7 @@ int cmd_run(int argc, char **argv) {
   }
   for (int i = 0; i < m->graph->n_outputs; i++) {
     char name[512], path[PATH_MAX], real_out[PATH_MAX], real_in[PATH_MAX];
-    safe_name(m->graph->outputs[i]->name, name, sizeof name);
+    cli_safe_name(m->graph->outputs[i]->name, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s.npy", outdir, name);
     int clash = 0;
     for (int k = 0; k < n_in; k++)

@@ -12,6 +12,7 @@ static const struct {
     {"weights", cmd_weights, "torch .pth/.safetensors/ONNX weights to a MindSpore .ckpt with MindSpore names"},
     {"coverage", cmd_coverage, "every op a target cannot take yet, per model and across models (md, json, html)"},
     {"ckpt", cmd_ckpt, "MindSpore checkpoints: dump tensors with checksums, or diff two by tag"},
+    {"convert", cmd_convert, "generate a C project for CPUs (plus checkpoint and coverage report)"},
     {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},
     {"conformance", cmd_conformance, "run ONNX backend test folders; N passed, N failed, N skipped"},
 };
@@ -64,4 +65,12 @@ int main(int argc, char **argv) {
   fprintf(stderr, "migc: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return EXIT_BAD_INPUT;
+}
+
+void cli_safe_name(const char *in, char *out, size_t n) {
+  size_t k = 0;
+  for (; *in && k + 1 < n; in++)
+    out[k++] = (*in == '/' || *in == '\\' || *in == ':' || (unsigned char)*in < 32) ? '_' : *in;
+  out[k] = 0;
+  if (!strcmp(out, ".") || !strcmp(out, "..") || !k) snprintf(out, n, "output");
 }

@@ -17,7 +17,8 @@
   X(SHAPE, "shape")               /* shapes that cannot agree */                        \
   X(LIMIT, "limit")               /* beyond a documented implementation limit */        \
   X(OOM, "out-of-memory")                                                               \
-  X(USAGE, "usage")
+  X(USAGE, "usage")                                                                     \
+  X(UNSUPPORTED, "unsupported")   /* valid, but a target cannot take it (yet) */
 
 typedef enum {
 #define X(name, str) MG_D_##name,

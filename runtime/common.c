@@ -66,6 +66,20 @@ const char *mg_rt_strerror(int code) {
   case MG_RT_EFORMAT: return "the weights file does not belong to this model";
   case MG_RT_ENOMEM: return "out of memory";
   case MG_RT_EARG: return "bad argument";
+  case MG_RT_EUNSUPPORTED: return "the model has a node migc could not convert (see the conversion report)";
   }
   return "unknown error";
+}
+
+uint64_t mg_rt_hash(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) { /* FNV-1a over little-endian 64-bit words: 8x fewer multiplies */
+    uint64_t w = 0;
+    for (int k = 7; k >= 0; k--) w = (w << 8) | p[i + (size_t)k];
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
 }

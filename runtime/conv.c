@@ -296,3 +296,67 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
     }
   }
 }
+
+/* --------------------------------------------------------- conv transpose */
+
+size_t mg_conv_transpose2d_scratch(const mg_convt2d_params *p) {
+  const int Cg = p->C / p->group, rows = p->M / p->group * p->kh * p->kw;
+  const int npos = p->H * p->W;
+  return ALIGN_SLACK + (size_t)rows * npos + mg_sgemm_scratch(rows, npos, Cg);
+}
+
+/* Scatters the column matrix of one group (rows (m*kh + ki)*kw + kj, one column per
+ * input position) into its Mg output planes: the adjoint of im2col. Each row adds
+ * into output row oh at columns iw*sw + off over the iw whose target is inside. */
+static void col2im_add(const mg_convt2d_params *p, int Mg, const float *cols, float *y) {
+  const int H = p->H, W = p->W, OH = p->OH, OW = p->OW, sw = p->stride_w;
+  int m, ki, kj, ih, iw;
+  for (m = 0; m < Mg; m++) {
+    float *ym = y + (size_t)m * OH * OW;
+    for (ki = 0; ki < p->kh; ki++)
+      for (kj = 0; kj < p->kw; kj++) {
+        const float *row = cols + ((size_t)(m * p->kh + ki) * p->kw + kj) * H * W;
+        const int off = kj * p->dil_w - p->pad_l;
+        int lo, hi;
+        valid_range(W, OW, sw, off, &lo, &hi);
+        if (hi <= lo) continue;
+        for (ih = 0; ih < H; ih++) {
+          const int oh = ih * p->stride_h - p->pad_t + ki * p->dil_h;
+          const float *r = row + (size_t)ih * W;
+          float *yr;
+          if (oh < 0 || oh >= OH) continue;
+          yr = ym + (size_t)oh * OW + off;
+          if (sw == 1)
+            for (iw = lo; iw < hi; iw++) yr[iw] += r[iw];
+          else
+            for (iw = lo; iw < hi; iw++) yr[(size_t)iw * sw] += r[iw];
+        }
+      }
+  }
+}
+
+void mg_conv_transpose2d(const mg_convt2d_params *p, const float *x, const float *w,
+                         const float *bias, float *y, float *scratch) {
+  const int G = p->group, Cg = p->C / G, Mg = p->M / G;
+  const int rows = Mg * p->kh * p->kw, npos = p->H * p->W;
+  const size_t oplane = (size_t)p->OH * p->OW;
+  float *cols = align64(scratch);
+  float *gemm_scratch = cols + (size_t)rows * npos;
+  int n, g, m;
+  size_t i;
+  for (n = 0; n < p->N; n++)
+    for (g = 0; g < G; g++) {
+      const float *xg = x + ((size_t)n * p->C + (size_t)g * Cg) * npos;
+      const float *wg = w + (size_t)g * Cg * rows;
+      float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * oplane;
+      /* cols[rows x npos] = wg^T (wg is Cg x rows) * xg[Cg x npos] */
+      mg_sgemm(rows, npos, Cg, 1.0f, wg, rows, 1, xg, npos, 0, 0.0f, cols, npos,
+               gemm_scratch);
+      for (m = 0; m < Mg; m++) {
+        const float b0 = bias ? bias[g * Mg + m] : 0.0f;
+        float *ym = yg + (size_t)m * oplane;
+        for (i = 0; i < oplane; i++) ym[i] = b0;
+      }
+      col2im_add(p, Mg, cols, yg);
+    }
+}

@@ -58,7 +58,8 @@ uint16_t mg_rt_f32_to_bf16(float f);
 /* A generated model as the runner sees it (one per model in a project; the
  * conformance runner links many). Shapes are static. Functions return 0 on
  * success and a nonzero MG_RT_E* code otherwise. */
-enum { MG_RT_OK = 0, MG_RT_EIO = 1, MG_RT_EFORMAT = 2, MG_RT_ENOMEM = 3, MG_RT_EARG = 4 };
+enum { MG_RT_OK = 0, MG_RT_EIO = 1, MG_RT_EFORMAT = 2, MG_RT_ENOMEM = 3, MG_RT_EARG = 4,
+       MG_RT_EUNSUPPORTED = 5 };
 typedef struct {
   const char *name;        /* as in the ONNX graph */
   mg_rt_dtype dtype;
@@ -76,6 +77,10 @@ typedef struct {
   int (*run)(void *instance, const void *const *inputs, void *const *outputs);
   void (*release)(void *instance);
 } mg_rt_model;
+
+/* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit
+ * words, then the tail bytes), identical on every platform. */
+uint64_t mg_rt_hash(const void *data, size_t n);
 
 /* Text for an MG_RT_E* code. */
 const char *mg_rt_strerror(int code);

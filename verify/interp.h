@@ -43,6 +43,13 @@ typedef struct {
 int interp_run(mg_model *m, const mg_array *inputs, int n_inputs, const interp_options *opt,
                mg_array **outputs, mg_diags *d);
 
+/* Evaluates one node whose inputs are all constants (no subgraph attributes):
+ * outs[i] (n->n_out arrays, filled; free each with mg_array_free) receives output
+ * i, empty for omitted outputs. Returns 0, or -1 when the node cannot be evaluated
+ * this way or fails (diagnostics may be recorded in d). Used by code generators to
+ * fold what the shape-level folding in core/ leaves. */
+int interp_eval_node(mg_model *m, const mg_node *n, mg_array *outs, mg_diags *d);
+
 /* Whether the interpreter implements op (for coverage and the conformance runner). */
 int interp_supports(mg_op op);
 #endif

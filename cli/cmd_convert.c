@@ -1,0 +1,214 @@
+/* migc convert MODEL.onnx [--weights SRC] --target cpu,ascend,mindspore -o OUTDIR
+ *
+ * Writes OUTDIR/cpu/ (the generated C project), OUTDIR/model.ckpt with
+ * OUTDIR/weight_map.json (MindSpore names, from SRC or the ONNX initializers) and
+ * OUTDIR/coverage.{json,md} (every node's status on every target), whichever
+ * targets are asked for: the contract in DESIGN.md. */
+#include "cli.h"
+#include "codegen.h"
+#include "onnx_import.h"
+#include "passes.h"
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static void help(FILE *f) {
+  fprintf(f,
+          "usage: migc convert MODEL.onnx [--weights SRC] [--target cpu,ascend,mindspore] -o OUTDIR\n"
+          "\n"
+          "Converts a model for every target and writes, under OUTDIR:\n"
+          "  cpu/               a C99 project: model.h, model.c, model.weights, runtime/,\n"
+          "                     main.c (the runner), Makefile and CMakeLists.txt; `make -C\n"
+          "                     OUTDIR/cpu` builds OUTDIR/cpu/runner\n"
+          "  model.ckpt         the weights as a MindSpore checkpoint, with MindSpore names\n"
+          "  weight_map.json    what was done to every tensor\n"
+          "  coverage.json/.md  every node's status on every target\n"
+          "Nodes a target cannot take are reported one by one (and the rest is converted);\n"
+          "the Ascend and MindSpore emitters are not built yet, so for them only the\n"
+          "coverage report is written.\n"
+          "\n"
+          "  --weights SRC          .pth/.safetensors for the checkpoint (default: the\n"
+          "                         ONNX initializers); its tensors are bound to the graph\n"
+          "  --key K                the dict inside the .pth that holds the tensors\n"
+          "  --target LIST          the targets --strict judges (default: cpu)\n"
+          "  --strict               exit 2 if any node of those targets is not converted\n"
+          "  --input-shape N=DIMS   fix graph input N's shape (e.g. input=1x3x224x224)\n"
+          "  --embed-weights        weights as a const array in cpu/model_weights.c\n"
+          "  --prefix NAME          C prefix of the generated API (default: model)\n"
+          "  --no-fuse, --no-fold-bn  keep activations / BatchNorm as separate kernels\n"
+          "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n");
+}
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int valid_prefix(const char *p) {
+  if (!*p || (*p >= '0' && *p <= '9')) return 0;
+  for (; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
+  return 1;
+}
+
+/* The converted rate of target t in a coverage JSON; -1 if unreadable. */
+static double converted_rate(const char *json_path, const char *t) {
+  json_error_t e;
+  json_t *j = json_load_file(json_path, 0, &e);
+  double rate = -1;
+  json_t *models = j ? json_object_get(j, "models") : NULL;
+  json_t *m0 = models ? json_array_get(models, 0) : NULL;
+  json_t *tg = m0 ? json_object_get(json_object_get(m0, "targets"), t) : NULL;
+  if (tg) rate = json_number_value(json_object_get(tg, "converted_rate"));
+  json_decref(j);
+  return rate;
+}
+
+int cmd_convert(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    help(stdout);
+    return EXIT_OK;
+  }
+  const char *model = NULL, *outdir = NULL, *weights = NULL, *key = NULL, *targets = "cpu";
+  cg_options o = {.prefix = "model"};
+  int strict = 0, cpu_only = 0, n_ov = 0;
+  mg_shape_override ov[32];
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int more = i + 1 < argc;
+    if (!strcmp(a, "-o") && more) outdir = argv[++i];
+    else if (!strcmp(a, "--weights") && more) weights = argv[++i];
+    else if (!strcmp(a, "--key") && more) key = argv[++i];
+    else if (!strcmp(a, "--target") && more) targets = argv[++i];
+    else if (!strcmp(a, "--prefix") && more) o.prefix = argv[++i];
+    else if (!strcmp(a, "--strict")) strict = 1;
+    else if (!strcmp(a, "--embed-weights")) o.embed_weights = 1;
+    else if (!strcmp(a, "--no-fuse")) o.no_fuse = 1;
+    else if (!strcmp(a, "--no-fold-bn")) o.no_fold_bn = 1;
+    else if (!strcmp(a, "--cpu-only")) cpu_only = 1;
+    else if (!strcmp(a, "--input-shape") && more && n_ov < 32) {
+      char *eq = strchr(argv[++i], '=');
+      if (!eq || eq == argv[i] || mg_shape_parse(eq + 1, &ov[n_ov].shape)) {
+        fprintf(stderr, "migc convert: --input-shape wants NAME=1x3x224x224, got '%s'\n", argv[i]);
+        return EXIT_BAD_INPUT;
+      }
+      *eq = 0;
+      ov[n_ov++].name = argv[i];
+    } else if (a[0] == '-') {
+      fprintf(stderr, "migc convert: unknown option or missing value: '%s'\n", a);
+      help(stderr);
+      return EXIT_BAD_INPUT;
+    } else if (!model) model = a;
+    else {
+      fprintf(stderr, "migc convert: one model at a time (use `migc batch` for many)\n");
+      return EXIT_BAD_INPUT;
+    }
+  }
+  if (!model || !outdir) {
+    fprintf(stderr, "migc convert: %s\n", model ? "-o OUTDIR is required" : "no model given");
+    help(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  if (!valid_prefix(o.prefix)) {
+    fprintf(stderr, "migc convert: --prefix must be a C identifier, got '%s'\n", o.prefix);
+    return EXIT_BAD_INPUT;
+  }
+  int want[3] = {0, 0, 0};
+  {
+    char *list = strdup(targets);
+    if (!list) return EXIT_INTERNAL;
+    for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (!strcmp(t, "cpu")) want[0] = 1;
+      else if (!strcmp(t, "ascend")) want[1] = 1;
+      else if (!strcmp(t, "mindspore")) want[2] = 1;
+      else {
+        fprintf(stderr, "migc convert: unknown target '%s' (cpu, ascend, mindspore)\n", t);
+        free(list);
+        return EXIT_BAD_INPUT;
+      }
+    }
+    free(list);
+  }
+  if (mkdir(outdir, 0777) && errno != EEXIST) {
+    fprintf(stderr, "migc convert: cannot create %s: %s\n", outdir, strerror(errno));
+    return EXIT_BAD_INPUT;
+  }
+  mg_diags d;
+  mg_diags_init(&d);
+  mg_model *m = NULL;
+  int rc = EXIT_OK;
+  double t0 = seconds();
+  if (onnx_import(model, &d, &m) || mg_prepare(m, ov, n_ov, &d)) {
+    cli_report(&d);
+    mg_diags_free(&d);
+    if (m) mg_model_free(m);
+    return EXIT_BAD_INPUT;
+  }
+  double t_import = seconds();
+  char cpu_dir[PATH_MAX];
+  snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", outdir);
+  cg_report r;
+  if (emit_c(m, &o, cpu_dir, &r, &d)) {
+    cli_report(&d);
+    mg_diags_free(&d);
+    mg_model_free(m);
+    return EXIT_BAD_INPUT;
+  }
+  double t_cpu = seconds();
+  cli_report(&d);
+  fprintf(stderr,
+          "convert: cpu: %d nodes (%d folded at conversion, %d BatchNorm folded, %d activations fused, %d in place), "
+          "%d not converted\n"
+          "convert: cpu: arena %zu bytes, lower bound %zu (%.3fx), weights %zu bytes; import %.3f s, generate %.3f s\n",
+          r.n_nodes, r.n_folded, r.n_bn_folded, r.n_fused, r.n_inplace, r.n_unsupported, r.arena_bytes, r.lower_bound,
+          r.lower_bound ? (double)r.arena_bytes / (double)r.lower_bound : 1.0, r.weights_bytes, t_import - t0,
+          t_cpu - t_import);
+  mg_diags_free(&d);
+  mg_model_free(m);
+  if (strict && want[0] && r.n_unsupported) rc = EXIT_BAD_INPUT;
+  if (!cpu_only) {
+    char ckpt[PATH_MAX], map[PATH_MAX], cov_json[PATH_MAX], cov_md[PATH_MAX];
+    snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", outdir);
+    snprintf(map, sizeof map, "%s/weight_map.json", outdir);
+    snprintf(cov_json, sizeof cov_json, "%s/coverage.json", outdir);
+    snprintf(cov_md, sizeof cov_md, "%s/coverage.md", outdir);
+    char *wargv[16];
+    int wn = 0;
+    wargv[wn++] = "weights";
+    wargv[wn++] = (char *)(weights ? weights : model);
+    wargv[wn++] = "-o";
+    wargv[wn++] = ckpt;
+    wargv[wn++] = "--graph";
+    wargv[wn++] = (char *)model;
+    wargv[wn++] = "--map-out";
+    wargv[wn++] = map;
+    wargv[wn++] = "--force";
+    if (key) {
+      wargv[wn++] = "--key";
+      wargv[wn++] = (char *)key;
+    }
+    wargv[wn] = NULL;
+    fprintf(stderr, "convert: checkpoint %s\n", ckpt);
+    int wrc = cmd_weights(wn, wargv);
+    if (wrc) rc = wrc;
+    char *cargv[] = {"coverage", (char *)model, "--format", "json", "-o", cov_json, NULL};
+    char *margv[] = {"coverage", (char *)model, "--format", "md", "-o", cov_md, NULL};
+    if (cmd_coverage(6, cargv) || cmd_coverage(6, margv)) rc = rc ? rc : EXIT_BAD_INPUT;
+    const char *names[3] = {"cpu", "ascend", "mindspore"};
+    for (int t = 1; t < 3; t++) {
+      double rate = converted_rate(cov_json, names[t]);
+      fprintf(stderr, "convert: %s: %.1f%% of nodes mappable (coverage.md); emitter not built yet, nothing written\n",
+              names[t], rate < 0 ? 0 : 100 * rate);
+      if (strict && want[t] && rate < 1) rc = EXIT_BAD_INPUT;
+    }
+  }
+  fprintf(stderr, "convert: wrote %s in %.2f s%s\n", outdir, seconds() - t0,
+          rc == EXIT_BAD_INPUT && strict ? " (--strict: some nodes were not converted)" : "");
+  return rc;
+}

@@ -1,0 +1,36 @@
+/* Helpers shared by the nn-family emitters (c_nn.c, c_resize.c, c_linalg.c). */
+#ifndef MG_C_NN_UTIL_H
+#define MG_C_NN_UTIL_H
+#include "cg.h"
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A float as an exact C99 constant expression: a hex float literal, or INFINITY /
+ * NAN (mg_rt_nn.h includes math.h for them). buf needs 40 chars; returns buf. */
+static inline const char *nn_flit(char *buf, float f) {
+  if (isnan(f)) snprintf(buf, 40, "NAN");
+  else if (isinf(f)) snprintf(buf, 40, f > 0 ? "INFINITY" : "-INFINITY");
+  else snprintf(buf, 40, "%af", (double)f);
+  return buf;
+}
+
+/* Whether every value fits the runtime's int parameters (with room for products
+ * the kernels form, which are bounded by element counts checked separately). */
+static inline int nn_fits_int(int64_t v) { return v >= INT_MIN / 2 && v <= INT_MAX / 2; }
+
+/* cg_need for a runtime file of this family and the files its calls reach:
+ * nn.c and matmul.c call mg_bias_act (conv.c), which lives beside the
+ * convolutions that call mg_sgemm (sgemm.c). */
+static inline void nn_need(cg_ctx *c, const char *file) {
+  cg_need(c, file);
+  if (strcmp(file, "resize.c")) {
+    cg_need(c, "conv.c");
+    cg_need(c, "sgemm.c");
+  }
+}
+
+/* Whether value v (an input or output that must be present) is a float32 tensor. */
+static inline int nn_is_f32(const mg_value *v) { return v && v->dtype == MG_F32; }
+#endif

@@ -1,0 +1,93 @@
+/* Shared by the C generator's driver files (emit_c.c, cg_lower.c, cg_plan.c,
+ * cg_project.c); emitters see only cg.h. */
+#ifndef MG_CG_INTERNAL_H
+#define MG_CG_INTERNAL_H
+#include "cg.h"
+#include "codegen.h"
+#include <stdio.h>
+
+/* Growable text, for the parts of model.c. */
+typedef struct {
+  char *s;
+  size_t len, cap;
+  int failed; /* an allocation failed: the text is incomplete */
+} cg_buf;
+void cg_buf_printf(cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cg_buf_vprintf(cg_buf *b, const char *fmt, va_list ap);
+void cg_buf_free(cg_buf *b);
+
+/* Where a value's bytes live at run time. */
+typedef enum {
+  CG_AT_NONE,    /* not materialised (an absorbed activation's input) */
+  CG_AT_INPUT,   /* in[index] */
+  CG_AT_OUTPUT,  /* out[index] */
+  CG_AT_WEIGHT,  /* W + offset */
+  CG_AT_ARENA    /* A + offset */
+} cg_at;
+
+typedef struct {
+  cg_at at;
+  int index;       /* INPUT/OUTPUT */
+  size_t offset;   /* WEIGHT/ARENA */
+  int root;        /* ARENA: value id of the buffer's owner (views and in-place share it) */
+} cg_place;
+
+/* One arena buffer of the plan: live from step `first` to step `last`, both
+ * inclusive (steps are node indices). */
+typedef struct {
+  int value;       /* owner value id */
+  size_t bytes;    /* rounded up to 64 */
+  int first, last;
+  size_t offset;
+} cg_buffer;
+
+struct cg_ctx {
+  mg_model *m;
+  mg_graph *g;
+  const cg_options *o;
+  mg_diags *d;
+  mg_arena strings;       /* expressions and names, freed with the context */
+  cg_buf body, statics;
+  int n_statics;
+  char **static_texts;    /* for deduplication of cg_i64s/cg_f32s: "type|values" */
+  char **static_names;
+  int statics_cap;
+  char **scratch;         /* distinct scratch expressions */
+  int n_scratch, scratch_cap;
+  const char *needed[64]; /* runtime .c files */
+  int n_needed;
+  cg_place *place;        /* by value id */
+  int *redirect;          /* by value id: the value whose storage it is written to, or -1 */
+  const mg_node **act;    /* by node id: the fused activation node (NULL: none) */
+  const mg_node **silu_mul; /* by node id: for a fused SiLU, the Mul absorbed with it */
+  char *absorbed;         /* by node id: emitted as part of its producer */
+  char *inplace;          /* by node id */
+  cg_buffer *buffers;
+  int n_buffers;
+  size_t arena_bytes, lower_bound, weights_bytes;
+  const mg_node *cur;     /* node being emitted */
+  int cur_failed;
+};
+
+int cg_lower(mg_model *m, const cg_options *o, cg_report *r, mg_diags *d);
+/* Fusion decisions (act, silu_mul, absorbed, redirect) and the plan (place,
+ * buffers, arena_bytes, lower_bound, weights_bytes). */
+int cg_fuse(cg_ctx *c, cg_report *r);
+int cg_plan(cg_ctx *c, cg_report *r);
+/* The plan's invariants: buffers live at the same step never share a byte, all
+ * fit the arena, offsets are aligned, and the arena is not under the lower bound.
+ * Records an internal-error diagnostic and returns -1 when one breaks. */
+int cg_plan_verify(const cg_ctx *c, mg_diags *d);
+/* Writes every file of the project; model_c is the finished model.c text. */
+int cg_write_project(cg_ctx *c, const char *dir, const char *model_c, const char *model_h);
+/* The text of model.c (returned) and of model.h (*model_h), both mg_malloc'd;
+ * NULL on allocation failure. */
+char *cg_model_sources(cg_ctx *c, char **model_h);
+/* Flags of op from kernels.def; -1 when the op has no emitter. */
+int cg_kernel_flags(mg_op op);
+/* View ops: output = input 0's bytes, relabelled. */
+int cg_is_view(const mg_node *n);
+/* A C identifier from any name: other characters become '_', a leading digit is
+ * prefixed; written to out (n bytes). */
+void cg_ident(const char *name, char *out, size_t n);
+#endif

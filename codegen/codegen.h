@@ -1,0 +1,52 @@
+/* The C code generator (CPU target): one entry point that turns a prepared model
+ * into a self-contained C99 project. The per-op emitters it calls are declared in
+ * cg.h; the pipeline, in emit_c():
+ *
+ *   cg_lower        fold what the interpreter can evaluate on constants, fold
+ *                   BatchNormalization into the Conv before it, DCE
+ *   cg_check        every value static and of a supported type
+ *   cg_fuse         activations into the producer that can apply them
+ *   cg_plan         arena offsets by liveness, views and in-place reuse
+ *   emit nodes      straight-line calls into model_run
+ *   write project   model.h, model.c, model.weights or weights.c, runtime/,
+ *                   main.c, Makefile, CMakeLists.txt */
+#ifndef MG_CODEGEN_H
+#define MG_CODEGEN_H
+#include "ir.h"
+
+typedef struct {
+  const char *prefix;  /* C identifier prefix of the generated API; "model" */
+  int embed_weights;   /* weights as a const array in weights.c, not model.weights */
+  int no_fold_bn;      /* keep BatchNormalization nodes (tests) */
+  int no_fuse;         /* no activation fusion (tests) */
+  int no_runner;       /* write only the model sources and runtime (batched builds) */
+} cg_options;
+
+typedef struct {
+  int n_nodes;             /* nodes emitted (after folding and fusion) */
+  int n_folded;            /* nodes evaluated at conversion time */
+  int n_bn_folded;         /* BatchNormalization nodes folded into convolutions */
+  int n_fused;             /* activations fused into their producer */
+  int n_inplace;           /* nodes that write over their input */
+  int n_unsupported;       /* nodes the project cannot run (model_run fails there) */
+  size_t arena_bytes;      /* planned arena for intermediates */
+  size_t lower_bound;      /* the most bytes alive at once: no plan can beat it */
+  size_t weights_bytes;
+} cg_report;
+
+/* Writes the project for m (prepared with mg_prepare; it is rewritten in place by
+ * the lowering passes) into dir, creating it. Unsupported nodes are UNSUPPORTED
+ * diagnostics (one per node, with its reason) and the project is still written,
+ * with model_run returning MG_RT_EUNSUPPORTED at the first of them. Returns 0 when
+ * the project was written (check r->n_unsupported), -1 on bad input or I/O
+ * failure. Every file is written to a temporary name and renamed into place. */
+int emit_c(mg_model *m, const cg_options *o, const char *dir, cg_report *r, mg_diags *d);
+
+/* migc's source tree, where runtime/ and codegen/runner/ are copied from: the
+ * MIGC_SOURCE_DIR environment variable, else the tree migc was built from. */
+const char *cg_source_dir(void);
+
+/* The same analysis without writing anything: records one diagnostic per node the
+ * CPU target cannot take. Returns the number of such nodes, or -1. */
+int cg_check_model(mg_model *m, mg_diags *d);
+#endif

@@ -1,0 +1,361 @@
+/* The runner migc ships with every generated CPU project (copied verbatim).
+ *
+ *   runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]
+ *          [--repeat N] [--list]
+ *
+ * It reads each graph input from a .npy file (dtype and shape must match the
+ * model exactly), runs the model once, and writes D/<output name>.npy (written
+ * to a temporary file, then renamed; D is created if missing). With --repeat N it then runs N more timed
+ * inferences and prints "median_ms X". The weights file defaults to the one
+ * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
+ * failure inside the model. The models it serves are listed in models.c. */
+#define _POSIX_C_SOURCE 200809L
+#include "mg_runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+extern const mg_rt_model *const mg_rt_models[];
+extern const char *const mg_rt_weights_files[];
+extern const int mg_rt_n_models;
+
+#define MAX_IO 256
+
+static const char *dtype_descr(mg_rt_dtype t) {
+  switch (t) {
+  case MG_RT_F32: return "<f4";
+  case MG_RT_F64: return "<f8";
+  case MG_RT_F16: return "<f2";
+  case MG_RT_I8: return "|i1";
+  case MG_RT_I16: return "<i2";
+  case MG_RT_I32: return "<i4";
+  case MG_RT_I64: return "<i8";
+  case MG_RT_U8: return "|u1";
+  case MG_RT_U16: return "<u2";
+  case MG_RT_U32: return "<u4";
+  case MG_RT_U64: return "<u8";
+  case MG_RT_BOOL: return "|b1";
+  case MG_RT_BF16: return NULL; /* numpy has no bfloat16 */
+  }
+  return NULL;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]\n"
+             "              [--repeat N] [--list]\n"
+             "Runs the generated model on .npy inputs and writes D/<output>.npy; with --repeat N\n"
+             "also times N runs after one warm-up and prints 'median_ms X'.\n");
+}
+
+/* Reads an .npy whose dtype and shape must equal io's; returns a malloc'd buffer
+ * of io->bytes bytes, or NULL after printing why. */
+static void *read_npy(const char *path, const mg_rt_io *io) {
+  FILE *f = fopen(path, "rb");
+  unsigned char pre[10];
+  char *header = NULL, want[512], *p;
+  void *data = NULL;
+  size_t hlen;
+  int k;
+  if (!f) {
+    fprintf(stderr, "runner: cannot open %s\n", path);
+    return NULL;
+  }
+  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6)) goto bad;
+  if (pre[6] == 1) hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+  else {
+    unsigned char more[2];
+    if (fread(more, 1, 2, f) != 2) goto bad;
+    hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)more[0] << 16 | (size_t)more[1] << 24;
+  }
+  if (hlen > 1 << 20) goto bad;
+  header = malloc(hlen + 1);
+  if (!header || fread(header, 1, hlen, f) != hlen) goto bad;
+  header[hlen] = 0;
+  /* compare the parts that matter, whitespace-insensitively */
+  if (!dtype_descr(io->dtype)) {
+    fprintf(stderr, "runner: input '%s' has a dtype .npy cannot hold\n", io->name);
+    goto fail;
+  }
+  p = strstr(header, "'descr':");
+  if (!p || !strstr(p, dtype_descr(io->dtype)) || strstr(p, dtype_descr(io->dtype)) - p > 16) {
+    fprintf(stderr, "runner: %s: input '%s' wants dtype %s\n", path, io->name, dtype_descr(io->dtype));
+    goto fail;
+  }
+  if (!strstr(header, "'fortran_order': False")) {
+    fprintf(stderr, "runner: %s: Fortran-order arrays are not accepted\n", path);
+    goto fail;
+  }
+  p = strstr(header, "'shape':");
+  if (!p) goto bad;
+  p = strchr(p, '(');
+  if (!p) goto bad;
+  {
+    char got[512];
+    size_t n = 0;
+    for (p++; *p && *p != ')' && n + 1 < sizeof got; p++)
+      if (*p != ' ') got[n++] = *p;
+    got[n] = 0;
+    if (n && got[n - 1] == ',') got[--n] = 0;
+    want[0] = 0;
+    for (k = 0; k < io->rank; k++) {
+      char d[32];
+      sprintf(d, "%s%lld", k ? "," : "", (long long)io->shape[k]);
+      strcat(want, d);
+    }
+    if (strcmp(got, want)) {
+      fprintf(stderr, "runner: %s: input '%s' wants shape (%s), got (%s)\n", path, io->name, want, got);
+      goto fail;
+    }
+  }
+  data = malloc(io->bytes ? io->bytes : 1);
+  if (!data || fread(data, 1, io->bytes, f) != io->bytes) {
+    fprintf(stderr, "runner: %s: truncated data\n", path);
+    goto fail;
+  }
+  free(header);
+  fclose(f);
+  return data;
+bad:
+  fprintf(stderr, "runner: %s is not a valid .npy file\n", path);
+fail:
+  free(header);
+  free(data);
+  fclose(f);
+  return NULL;
+}
+
+static void safe_name(const char *in, char *out, size_t n) {
+  size_t k = 0;
+  for (; *in && k + 1 < n; in++)
+    out[k++] = (*in == '/' || *in == '\\' || *in == ':' || (unsigned char)*in < 32) ? '_' : *in;
+  out[k] = 0;
+  if (!k || !strcmp(out, ".") || !strcmp(out, "..")) sprintf(out, "output");
+}
+
+static int write_npy(const char *dir, const mg_rt_io *io, const void *data) {
+  char name[512], path[4096], tmp[4200], header[1024], shape[512] = "";
+  int k;
+  size_t len, total;
+  FILE *f;
+  if (!dtype_descr(io->dtype)) {
+    fprintf(stderr, "runner: output '%s' has a dtype .npy cannot hold\n", io->name);
+    return -1;
+  }
+  safe_name(io->name, name, sizeof name);
+  sprintf(path, "%.3000s/%.500s.npy", dir, name);
+  sprintf(tmp, "%s.tmp", path);
+  for (k = 0; k < io->rank; k++) {
+    char d[32];
+    sprintf(d, "%lld,%s", (long long)io->shape[k], io->rank > 1 && k + 1 < io->rank ? " " : "");
+    strcat(shape, d);
+  }
+  if (io->rank > 1) shape[strlen(shape) - 1] = 0; /* numpy writes (2, 3) but (2,) */
+  len = (size_t)sprintf(header, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", dtype_descr(io->dtype), shape);
+  total = 10 + len + 1;
+  while (total % 64) header[len++] = ' ', total++;
+  header[len++] = '\n';
+  f = fopen(tmp, "wb");
+  if (!f) {
+    fprintf(stderr, "runner: cannot write %s\n", tmp);
+    return -1;
+  }
+  fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+  fputc((int)(len & 0xff), f);
+  fputc((int)(len >> 8), f);
+  fwrite(header, 1, len, f);
+  fwrite(data, 1, io->bytes, f);
+  if (ferror(f) | fclose(f) || rename(tmp, path)) {
+    remove(tmp);
+    fprintf(stderr, "runner: cannot write %s\n", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* mkdir -p; 0 when dir exists afterwards. */
+static int make_dirs(const char *dir) {
+  char buf[4096];
+  size_t i, n = strlen(dir);
+  if (n >= sizeof buf) return -1;
+  memcpy(buf, dir, n + 1);
+  for (i = 1; i < n; i++)
+    if (buf[i] == '/') {
+      buf[i] = 0;
+      if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+      buf[i] = '/';
+    }
+  return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  const char *model_name = NULL, *weights = NULL, *outdir = ".";
+  const char *in_names[MAX_IO], *in_paths[MAX_IO];
+  void *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
+  int n_in = 0, repeat = 0, list = 0, i, rc = 0;
+  const mg_rt_model *md = NULL;
+  const char *wfile = NULL;
+  char wpath[4096];
+  void *inst = NULL;
+  for (i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--input") && i + 1 < argc) {
+      char *eq = strchr(argv[++i], '=');
+      if (!eq || eq == argv[i] || n_in >= MAX_IO) {
+        fprintf(stderr, "runner: --input wants NAME=FILE.npy, got '%s'\n", argv[i]);
+        return 2;
+      }
+      *eq = 0;
+      in_names[n_in] = argv[i];
+      in_paths[n_in++] = eq + 1;
+    } else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) {
+      outdir = argv[++i];
+    } else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
+      repeat = atoi(argv[++i]);
+      if (repeat < 1 || repeat > 1000000) {
+        fprintf(stderr, "runner: --repeat wants a count from 1 to 1000000\n");
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
+      model_name = argv[++i];
+    } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
+      weights = argv[++i];
+    } else if (!strcmp(argv[i], "--list")) {
+      list = 1;
+    } else {
+      fprintf(stderr, "runner: unknown argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (list) {
+    for (i = 0; i < mg_rt_n_models; i++) printf("%s\n", mg_rt_models[i]->name);
+    return 0;
+  }
+  for (i = 0; i < mg_rt_n_models; i++)
+    if (!model_name || !strcmp(model_name, mg_rt_models[i]->name)) {
+      md = mg_rt_models[i];
+      wfile = mg_rt_weights_files[i];
+      break;
+    }
+  if (!md || (!model_name && mg_rt_n_models > 1)) {
+    fprintf(stderr, "runner: %s\n", model_name ? "no such model (see --list)" : "several models: pick one with --model");
+    return 2;
+  }
+  if (md->n_inputs > MAX_IO || md->n_outputs > MAX_IO) {
+    fprintf(stderr, "runner: too many inputs or outputs\n");
+    return 2;
+  }
+  for (i = 0; i < md->n_inputs; i++) {
+    int j, found = -1;
+    for (j = 0; j < n_in; j++)
+      if (!strcmp(in_names[j], md->inputs[i].name)) found = j;
+    if (found < 0) {
+      fprintf(stderr, "runner: missing --input %s=FILE.npy\n", md->inputs[i].name);
+      rc = 2;
+      goto done;
+    }
+    inputs[i] = read_npy(in_paths[found], &md->inputs[i]);
+    if (!inputs[i]) {
+      rc = 2;
+      goto done;
+    }
+  }
+  for (i = 0; i < n_in; i++) {
+    int j, known = 0;
+    for (j = 0; j < md->n_inputs; j++) known |= !strcmp(in_names[i], md->inputs[j].name);
+    if (!known) {
+      fprintf(stderr, "runner: the model has no input named '%s'\n", in_names[i]);
+      rc = 2;
+      goto done;
+    }
+  }
+  for (i = 0; i < md->n_outputs; i++) {
+    outputs[i] = malloc(md->outputs[i].bytes ? md->outputs[i].bytes : 1);
+    if (!outputs[i]) {
+      fprintf(stderr, "runner: out of memory\n");
+      rc = 3;
+      goto done;
+    }
+  }
+  if (!weights && wfile) { /* next to the runner */
+    const char *slash = strrchr(argv[0], '/');
+    if (slash) sprintf(wpath, "%.*s/%.200s", (int)(slash - argv[0] > 3800 ? 3800 : slash - argv[0]), argv[0], wfile);
+    else sprintf(wpath, "%.200s", wfile);
+    weights = wpath;
+  }
+  inst = calloc(1, md->instance_size);
+  if (!inst) {
+    fprintf(stderr, "runner: out of memory\n");
+    rc = 3;
+    goto done;
+  }
+  rc = md->init(inst, weights);
+  if (rc) {
+    fprintf(stderr, "runner: cannot initialise the model%s%s: %s\n", weights ? " from " : "", weights ? weights : "",
+            mg_rt_strerror(rc));
+    free(inst);
+    inst = NULL;
+    rc = rc == MG_RT_EARG || rc == MG_RT_EIO || rc == MG_RT_EFORMAT ? 2 : 3;
+    goto done;
+  }
+  rc = md->run(inst, (const void *const *)inputs, outputs);
+  if (rc) {
+    fprintf(stderr, "runner: the model failed: %s\n", mg_rt_strerror(rc));
+    rc = 3;
+    goto done;
+  }
+  if (make_dirs(outdir)) {
+    fprintf(stderr, "runner: cannot create %s\n", outdir);
+    rc = 2;
+    goto done;
+  }
+  for (i = 0; i < md->n_outputs; i++)
+    if (write_npy(outdir, &md->outputs[i], outputs[i])) {
+      rc = 2;
+      goto done;
+    }
+  if (repeat) {
+    double *t = malloc(sizeof(double) * (size_t)repeat);
+    int r;
+    if (!t) {
+      rc = 3;
+      goto done;
+    }
+    md->run(inst, (const void *const *)inputs, outputs); /* warm-up */
+    for (r = 0; r < repeat; r++) {
+      double t0 = now_ms();
+      md->run(inst, (const void *const *)inputs, outputs);
+      t[r] = now_ms() - t0;
+    }
+    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+    printf("median_ms %.4f\n", repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2);
+    free(t);
+  }
+done:
+  if (inst) {
+    md->release(inst);
+    free(inst);
+  }
+  for (i = 0; i < MAX_IO; i++) {
+    free(inputs[i]);
+    free(outputs[i]);
+  }
+  return rc;
+}

@@ -1,0 +1,53 @@
+#!/bin/bash
+# Generated projects on two architectures and three compilers: resnet18 and
+# vit_b_16 (torchvision, perturbed weights, opset 17) are converted once, then built
+# warning-free (-std=c99 -Wall -Wextra -Werror -pedantic) with gcc, with clang, and
+# with clang for aarch64-linux-gnu (run under qemu-aarch64); every build must match
+# PyTorch (max|err| <= 1e-4 * max|out|, cosine >= 0.99999).
+# usage: tests/e2e/generated_portability.sh BUILD_DIR [MODELS]
+set -u
+BUILD=${1:-build}
+MODELS=${2:-resnet18,vit_b_16}
+cd "$(dirname "$0")/../.."
+BUILD=$(cd "$BUILD" && pwd)
+SYSROOT=/usr/aarch64-linux-gnu
+if [ ! -d $SYSROOT/include ] || ! command -v qemu-aarch64 >/dev/null || ! command -v clang >/dev/null ||
+   ! command -v ld.lld >/dev/null; then
+  echo "missing: clang, lld, libc6-dev-arm64-cross or qemu-user (make setup installs them)"; exit 1
+fi
+tv=build/fixtures/tv
+/usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$MODELS" --opsets 17 --modes default \
+  --refs >/dev/null || { echo "export failed"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+for model in ${MODELS//,/ }; do
+  src=$work/$model
+  if ! "$BUILD/migc" convert "$tv/${model}_op17_default.onnx" -o "$src" --cpu-only > "$src.log" 2>&1; then
+    echo "FAIL $model: convert: $(grep -m1 error "$src.log")"; fail=$((fail + 1)); continue
+  fi
+  for target in gcc clang clang-aarch64; do
+    dir=$work/${model}_$target
+    cp -r "$src/cpu" "$dir"
+    case $target in
+      gcc) args=(CC=gcc) run=() ;;
+      clang) args=(CC=clang) run=() ;;
+      clang-aarch64) args=("CC=clang --target=aarch64-linux-gnu --sysroot=$SYSROOT" ARCH= "LDFLAGS=-fuse-ld=lld -static")
+                     run=(qemu-aarch64 -L $SYSROOT) ;;
+    esac
+    if ! make -s -C "$dir" WERROR=-Werror "${args[@]}" > "$dir.make.log" 2>&1; then
+      echo "FAIL $model $target: build: $(grep -m1 -E 'error|warning' "$dir.make.log")"; fail=$((fail + 1)); continue
+    fi
+    start=$SECONDS
+    if ! "${run[@]}" "$dir/runner" --input input="$tv/${model}_input.npy" --output-dir "$dir" > "$dir.run.log" 2>&1; then
+      echo "FAIL $model $target: run: $(head -1 "$dir.run.log")"; fail=$((fail + 1)); continue
+    fi
+    if res=$("$BUILD/tests/npycmp" "$dir/output.npy" "$tv/${model}_output.npy"); then
+      echo "ok   $model $target ($((SECONDS - start)) s): $res"; pass=$((pass + 1))
+    else
+      echo "FAIL $model $target: $res"; fail=$((fail + 1))
+    fi
+  done
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,61 @@
+#!/bin/bash
+# Generated C against PyTorch: torchvision models with random, perturbed weights
+# (BatchNorm statistics perturbed, so no norm is an identity), exported at opset 17
+# by default and with TrainingMode.PRESERVE. Each is converted with `migc convert`,
+# built with `make WERROR=-Werror` (-std=c99 -Wall -Wextra -pedantic), run by its
+# runner, and must match torch's eval output within max|err| <= 1e-4 * max|out| and
+# cosine >= 0.99999. The runner's peak RSS must stay within weights + arena + 16 MB,
+# and the arena within 1.25x the lower bound the conversion prints.
+# usage: tests/e2e/torchvision_c.sh BUILD_DIR [MODELS] [CC]
+set -u
+BUILD=${1:-build}
+MODELS=${2:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,vit_b_16,convnext_tiny,swin_t,deeplabv3_mobilenet_v3_large}
+CCOMP=${3:-cc}
+cd "$(dirname "$0")/../.."
+BUILD=$(cd "$BUILD" && pwd)
+out=build/fixtures/tv
+mkdir -p "$out"
+/usr/bin/python3 tests/fixtures/export_torchvision.py -o "$out" --models "$MODELS" \
+  --opsets 17 --modes default,preserve --refs >/dev/null || { echo "export failed"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+for model in ${MODELS//,/ }; do
+  for mode in default preserve; do
+    f="$out/${model}_op17_${mode}.onnx"
+    dir="$work/${model}_${mode}"
+    start=$SECONDS
+    if ! "$BUILD/migc" convert "$f" -o "$dir" --cpu-only > "$dir.convert.log" 2>&1; then
+      echo "FAIL ${model} ${mode}: convert: $(grep -m1 -E 'error|unsupported' "$dir.convert.log")"; fail=$((fail + 1)); continue
+    fi
+    if grep -q "not converted" "$dir.convert.log" && ! grep -q " 0 not converted" "$dir.convert.log"; then
+      echo "FAIL ${model} ${mode}: $(grep -m3 'cpu:' "$dir.convert.log" | tr '\n' ' ')"; fail=$((fail + 1)); continue
+    fi
+    if ! make -s -C "$dir/cpu" CC="$CCOMP" WERROR=-Werror > "$dir.make.log" 2>&1; then
+      echo "FAIL ${model} ${mode}: build: $(grep -m1 -E 'error|warning' "$dir.make.log")"; fail=$((fail + 1)); continue
+    fi
+    if ! /usr/bin/time -f '%M' -o "$dir.rss" "$dir/cpu/runner" --input input="$out/${model}_input.npy" \
+         --output-dir "$dir" > "$dir.run.log" 2>&1; then
+      echo "FAIL ${model} ${mode}: run: $(head -1 "$dir.run.log")"; fail=$((fail + 1)); continue
+    fi
+    if ! res=$("$BUILD/tests/npycmp" "$dir/output.npy" "$out/${model}_output.npy"); then
+      echo "FAIL ${model} ${mode}: $res"; fail=$((fail + 1)); continue
+    fi
+    arena=$(sed -nE 's/^#define MODEL_ARENA_BYTES ([0-9]+)u/\1/p' "$dir/cpu/model.h")
+    weights=$(sed -nE 's/^#define MODEL_WEIGHTS_BYTES ([0-9]+)u/\1/p' "$dir/cpu/model.h")
+    lower=$(sed -nE 's/.*lower bound ([0-9]+)\)?.*/\1/p' "$dir/cpu/model.h" | head -1)
+    rss_kb=$(tail -1 "$dir.rss")
+    budget_kb=$(( (arena + weights) / 1024 + 16384 ))
+    ratio=$(awk -v a="$arena" -v l="$lower" 'BEGIN { printf "%.3f", (l > 0 ? a / l : 1) }')
+    if [ "$rss_kb" -gt "$budget_kb" ]; then
+      echo "FAIL ${model} ${mode}: peak RSS ${rss_kb} KiB > weights + arena + 16 MiB = ${budget_kb} KiB"; fail=$((fail + 1)); continue
+    fi
+    if awk -v r="$ratio" 'BEGIN { exit !(r > 1.25) }'; then
+      echo "FAIL ${model} ${mode}: arena ${arena} is ${ratio}x the lower bound ${lower}"; fail=$((fail + 1)); continue
+    fi
+    echo "ok   ${model} ${mode} ($((SECONDS - start)) s): $res; arena ${ratio}x lower bound; RSS ${rss_kb}/${budget_kb} KiB"
+    pass=$((pass + 1))
+  done
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

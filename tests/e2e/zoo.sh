@@ -1,0 +1,21 @@
+#!/bin/bash
+# `make test-zoo`: the heavier model-zoo runs kept out of `make test`. Every
+# torchvision model the fixture script knows (but vit_l_16, 1.2 GB) through the
+# reference interpreter and through generated C, each against PyTorch, then one
+# coverage report over the whole zoo.
+# usage: tests/e2e/zoo.sh BUILD_DIR
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/../.."
+ZOO=resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,googlenet,inception_v3,regnet_y_400mf,vit_b_16,swin_t,maxvit_t,convnext_tiny,deeplabv3_mobilenet_v3_large,fcn_resnet50,lraspp_mobilenet_v3_large
+rc=0
+echo "=== reference interpreter against PyTorch"
+bash tests/e2e/torchvision_interp.sh "$BUILD" "$ZOO" || rc=1
+echo "=== generated C against PyTorch"
+bash tests/e2e/torchvision_c.sh "$BUILD" "$ZOO" || rc=1
+echo "=== coverage over the zoo (build/zoo-coverage.md)"
+models=()
+for m in ${ZOO//,/ }; do models+=("build/fixtures/tv/${m}_op17_default.onnx"); done
+"$BUILD/migc" coverage "${models[@]}" -o build/zoo-coverage.md || rc=1
+head -30 build/zoo-coverage.md
+exit $rc
