@@ -362,9 +362,14 @@ static int check_node(cg_ctx *c, const mg_node *n) {
     return !cg_unsupported(c, n, "no CPU kernel for %s%s%s", *n->domain ? n->domain : "", *n->domain ? "::" : "",
                            n->op_type);
   if (n->op == MG_OP_Dropout) {
+    /* training mode with ratio 0 (as torchvision's swin exports attention dropout)
+     * is the identity too */
     int64_t t = 0;
-    if (n->n_in > 2 && n->in[2] && (cg_const_ints(n->in[2], &t, 1) != 1 || t))
-      return !cg_unsupported(c, n, "training-mode Dropout");
+    float ratio = 0.5f;
+    if (n->n_in > 1 && n->in[1] && cg_const_floats(n->in[1], &ratio, 1) != 1) ratio = -1;
+    if (n->n_in < 2 || !n->in[1]) ratio = 0.5f;
+    if (n->n_in > 2 && n->in[2] && (cg_const_ints(n->in[2], &t, 1) != 1 || t) && ratio != 0)
+      return !cg_unsupported(c, n, "training-mode Dropout with a nonzero ratio (random masks)");
     if (n->n_out > 1 && n->out[1] && n->out[1]->n_uses) return !cg_unsupported(c, n, "Dropout mask output is used");
   }
   int ok = 1;
