@@ -181,12 +181,16 @@ static int infer_class(infer_ctx *c, mg_node *n) {
 static int all_inputs_constant(const mg_node *n) {
   if (n->op == MG_OP_Shape || n->op == MG_OP_Size)
     return n->in[0] && mg_shape_is_static(&n->in[0]->shape);
-  int any = 0;
+  int any = 0, float_param = 0, float_out = 0;
   for (int i = 0; i < n->n_in; i++) {
     if (!n->in[i]) continue;
     if (!n->in[i]->data || n->in[i]->vtype != MG_VT_TENSOR) return 0;
+    float_param |= n->in[i]->kind == MG_V_INIT && mg_dtype_is_float(n->in[i]->dtype);
     any = 1;
   }
+  for (int i = 0; i < n->n_out; i++) float_out |= n->out[i] && mg_dtype_is_float(n->out[i]->dtype);
+  /* A parameter's float path must stay a node when gradients are wanted. */
+  if (float_param && float_out && n->graph->model->keep_param_paths) return 0;
   return any || n->op == MG_OP_Range;
 }
 

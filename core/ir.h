@@ -177,6 +177,10 @@ typedef struct mg_model {
   int64_t opset;        /* version of the default domain */
   mg_graph *graph;
   mg_mapping *mappings; /* files mapped for initializer data; unmapped on free */
+  /* Set before mg_prepare when gradients with respect to the initializers are
+   * wanted (verify --grad): floating-point values computed from an initializer are
+   * then not folded into constants, so the path from each parameter survives. */
+  int keep_param_paths;
 } mg_model;
 
 /* Construction. All return NULL on allocation failure (recorded by the caller). */

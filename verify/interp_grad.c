@@ -3,9 +3,9 @@
  *
  * The kernel re-runs the forward slice (the nodes y depends on) with xs taken from
  * the node's inputs, then walks it backwards applying each op's vector-Jacobian
- * product. An op on the path without a VJP is an error naming it, never a zero
+ * product from the table grad_run shares (vjp.h). An op on the path without a VJP is an error naming it, never a zero
  * gradient. Cotangents are float64 arrays. */
-#include "interp_internal.h"
+#include "vjp.h"
 #include <math.h>
 #include <string.h>
 
@@ -17,35 +17,6 @@ typedef struct {
 
 static int64_t numel_of(const mg_array *t) { return it_numel(t); }
 
-/* Adds g (of shape `from`, a broadcast of `to`) into acc (of shape `to`),
- * summing over the broadcast dimensions. */
-static void unbroadcast_add(double *acc, const mg_array *to, const double *g, const mg_array *from) {
-  int64_t strides[MG_ARRAY_MAX_RANK], coord[MG_ARRAY_MAX_RANK] = {0};
-  it_bcast_strides(to, from->rank, from->dims, strides);
-  int64_t k = numel_of(from), off = 0;
-  for (int64_t i = 0; i < k; i++) {
-    acc[off] += g[i];
-    for (int d = from->rank - 1; d >= 0; d--) {
-      coord[d]++;
-      off += strides[d];
-      if (coord[d] < from->dims[d]) break;
-      off -= strides[d] * from->dims[d];
-      coord[d] = 0;
-    }
-  }
-}
-
-/* Broadcast read of t at the flat index k of shape `of`. */
-static double bget(const mg_array *t, const mg_array *of, int64_t k) {
-  int64_t strides[MG_ARRAY_MAX_RANK], off = 0;
-  it_bcast_strides(t, of->rank, of->dims, strides);
-  for (int d = of->rank - 1; d >= 0; d--) {
-    off += (k % of->dims[d]) * strides[d];
-    k /= of->dims[d];
-  }
-  return it_get_f64(t, off);
-}
-
 static double *grad_of(interp_ctx *c, const mg_node *n, slot *s) {
   if (!s->grad) {
     s->grad = mg_calloc((size_t)numel_of(s->val) + 1, sizeof(double));
@@ -54,76 +25,32 @@ static double *grad_of(interp_ctx *c, const mg_node *n, slot *s) {
   return s->grad;
 }
 
-/* Accumulates the cotangents of node m's inputs from the cotangent of its output. */
-static int vjp(interp_ctx *c, const mg_node *g, const mg_node *m, slot **ins, slot *out) {
-  const double *gy = out->grad;
-  const mg_array *y = out->val;
-  int64_t k = numel_of(y);
-  switch (m->op) {
-  case MG_OP_Add: case MG_OP_Sub: case MG_OP_Mul: case MG_OP_Div: {
-    double *tmp = mg_malloc(sizeof(double) * (size_t)(k + 1));
-    if (!tmp) return it_fail(c, g, "out of memory");
-    for (int side = 0; side < 2; side++) {
-      if (!ins[side]) continue;
-      const mg_array *a = ins[0]->val, *b = ins[1]->val;
-      for (int64_t i = 0; i < k; i++) {
-        double av = bget(a, y, i), bv = bget(b, y, i), d;
-        switch (m->op) {
-        case MG_OP_Add: d = 1; break;
-        case MG_OP_Sub: d = side ? -1 : 1; break;
-        case MG_OP_Mul: d = side ? av : bv; break;
-        default: d = side ? -av / (bv * bv) : 1 / bv; break;
-        }
-        tmp[i] = gy[i] * d;
-      }
-      double *acc = grad_of(c, g, ins[side]);
-      if (!acc) { mg_free(tmp); return -1; }
-      unbroadcast_add(acc, ins[side]->val, tmp, y);
-    }
-    mg_free(tmp);
-    return 0;
+/* Accumulates the cotangents of node m's inputs from those of its outputs through
+ * the shared VJP table (vjp.h). */
+static int vjp(interp_ctx *c, const mg_node *g, const mg_node *m, slot *slots) {
+  vjp_fn *fn = vjp_for(m->op);
+  if (!fn) {
+    mg_error(c->d, UNKNOWN_OP, g->name, g->op_type,
+             "no vector-Jacobian product for %s (node '%s') on the path to y", m->op_type, m->name);
+    return -1;
   }
-  case MG_OP_Identity: case MG_OP_Neg: case MG_OP_Relu: case MG_OP_Sigmoid: case MG_OP_Tanh:
-  case MG_OP_Exp: case MG_OP_Log: case MG_OP_Sqrt: {
-    if (!ins[0]) return 0;
-    double *acc = grad_of(c, g, ins[0]);
-    if (!acc) return -1;
-    for (int64_t i = 0; i < k; i++) {
-      double x = it_get_f64(ins[0]->val, i), yv = it_get_f64(y, i), d;
-      switch (m->op) {
-      case MG_OP_Identity: d = 1; break;
-      case MG_OP_Neg: d = -1; break;
-      case MG_OP_Relu: d = x > 0; break; /* the kink at 0 takes the subgradient 0, as torch */
-      case MG_OP_Sigmoid: d = yv * (1 - yv); break;
-      case MG_OP_Tanh: d = 1 - yv * yv; break;
-      case MG_OP_Exp: d = yv; break;
-      case MG_OP_Log: d = 1 / x; break;
-      default: d = 0.5 / yv; break;
-      }
-      acc[i] += gy[i] * d;
-    }
-    return 0;
+  if (m->n_in > 16 || m->n_out > 16) return it_fail(c, g, "node too wide");
+  const mg_array *x[16] = {0}, *y[16] = {0};
+  const double *gy[16] = {0};
+  double *gx[16] = {0};
+  for (int q = 0; q < m->n_in; q++) {
+    slot *s = m->in[q] ? &slots[m->in[q]->id] : NULL;
+    if (!s || !s->val) continue;
+    x[q] = s->val;
+    if (mg_dtype_is_float(s->val->dtype) && !(gx[q] = grad_of(c, g, s))) return -1;
   }
-  case MG_OP_MatMul: {
-    const mg_array *a = ins[0]->val, *b = ins[1]->val;
-    if (a->rank != 2 || b->rank != 2) break;
-    int64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
-    double *ga = grad_of(c, g, ins[0]), *gb = grad_of(c, g, ins[1]);
-    if (!ga || !gb) return -1;
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++)
-        for (int64_t p = 0; p < K; p++) {
-          ga[i * K + p] += gy[i * N + j] * it_get_f64(b, p * N + j);
-          gb[p * N + j] += gy[i * N + j] * it_get_f64(a, i * K + p);
-        }
-    return 0;
+  for (int q = 0; q < m->n_out; q++) {
+    if (!m->out[q]) continue;
+    y[q] = slots[m->out[q]->id].val;
+    gy[q] = slots[m->out[q]->id].grad;
   }
-  default:
-    break;
-  }
-  mg_error(c->d, UNKNOWN_OP, g->name, g->op_type,
-           "no vector-Jacobian product for %s (node '%s') on the path to y", m->op_type, m->name);
-  return -1;
+  vjp_args a = {.m = c->m, .n = m, .x = x, .y = y, .gy = gy, .gx = gx, .d = c->d};
+  return fn(&a);
 }
 
 int interp_grad(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out,
@@ -209,12 +136,9 @@ int interp_grad(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out
   for (int i = g->n_nodes - 1; i >= 0 && !rc; i--) {
     if (!mark[i]) continue;
     mg_node *m = g->nodes[i];
-    if (m->n_out < 1 || !m->out[0] || !slots[m->out[0]->id].grad) continue;
-    slot *ins[16] = {0};
-    for (int q = 0; q < m->n_in && q < 16; q++)
-      ins[q] = m->in[q] && mg_dtype_is_float(slots[m->in[q]->id].val ? slots[m->in[q]->id].val->dtype : MG_UNDEFINED)
-                   ? &slots[m->in[q]->id] : NULL;
-    rc = vjp(c, n, m, ins, &slots[m->out[0]->id]);
+    int any = 0;
+    for (int q = 0; q < m->n_out; q++) any |= m->out[q] && slots[m->out[q]->id].grad != NULL;
+    if (any) rc = vjp(c, n, m, slots);
   }
   for (size_t i = 0; i < xs->n && !rc; i++) {
     mg_value *x = mg_graph_find_local(g, xs->strings[i]);
