@@ -358,7 +358,12 @@ static void binary_row_f32(mg_binop op, int64_t m, const float *a, int64_t sa,
   case MG_BIN_SUB: BINARY_ROW(u - v); return;
   case MG_BIN_MUL: BINARY_ROW(u * v); return;
   case MG_BIN_DIV: BINARY_ROW(u / v); return;
-  case MG_BIN_POW: BINARY_ROW(powf(u, v)); return;
+  case MG_BIN_POW:
+    /* x^2 (LayerNorm's variance as exported at opset < 17): u * u is the same
+     * correctly rounded result as powf, at memory speed */
+    if (sb == 0 && b[0] == 2.0f) BINARY_ROW(((void)v, u * u));
+    else BINARY_ROW(powf(u, v));
+    return;
   case MG_BIN_FMOD: BINARY_ROW(fmodf(u, v)); return;
   /* NaN in either input gives NaN: u when u is NaN, else v when v is */
   case MG_BIN_MAX: BINARY_ROW(u > v || u != u ? u : v); return;
@@ -575,12 +580,8 @@ void mg_where(size_t elem_size, int rank, const int64_t *shape, const uint8_t *c
 
 void mg_clip_f32(int64_t n, const float *x, float *y, const float *lo, const float *hi) {
   const float l = lo ? *lo : -HUGE_VALF, h = hi ? *hi : HUGE_VALF;
-  int64_t i;
   /* max then min, as ONNX (numpy.clip): with l > h everything becomes h */
-  for (i = 0; i < n; i++) {
-    const float v = x[i], t = v < l ? l : v;
-    y[i] = v != v ? v : (t > h ? h : t);
-  }
+  EW_LOOP(n, y, const float v = x[k]; const float t = v < l ? l : v; r = v != v ? v : (t > h ? h : t));
 }
 
 void mg_clip_any(mg_rt_dtype t, int64_t n, const void *x, void *y, const void *lo,
