@@ -19,7 +19,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 core=${BENCH_CORE:-0}
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), one core (taskset -c $core)"
-echo "compiler: $(cc --version | head -1), flags -O2 -march=native (the generated Makefile's default)"
+echo "compiler: $(cc --version | head -1), flags -O3 -march=native (the generated Makefile's default)"
 echo
 echo "| model (batch 1) | generated C | ONNX Runtime | PyTorch | C / ORT | C / PyTorch |"
 echo "|---|---|---|---|---|---|"

@@ -324,7 +324,7 @@ static void compile_all(conf_c *q, char *log, size_t n) {
   snprintf(path, sizeof path, "%s/Makefile", q->work);
   FILE *f = fopen(path, "w");
   if (!f) return;
-  fprintf(f, "CC ?= cc\nCFLAGS = -std=c99 -Wall -Wextra -pedantic -Werror -O2 -march=native -I. -Iruntime\n");
+  fprintf(f, "CC ?= cc\nCFLAGS = -std=c99 -Wall -Wextra -pedantic -Werror -O3 -march=native -I. -Iruntime\n");
   fprintf(f, "RT = $(patsubst %%.c,%%.o,$(wildcard runtime/*.c))\nMODELS =");
   for (int i = 0; i < q->n; i++) fprintf(f, " t%d.o", q->tests[i].id);
   fprintf(f, "\nall: $(RT) $(MODELS) main.o\n%%.o: %%.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n");

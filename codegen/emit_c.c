@@ -394,6 +394,25 @@ static void emit_copy(cg_ctx *c, const mg_value *dst, const mg_value *src) {
   if (n) cg_line(c, "memcpy(%s, %s, %zu);", cg_vout(c, dst), cg_vin(c, src), n);
 }
 
+/* After a node: hand each output to the trace hook, if the caller gave one. */
+static void emit_trace(cg_ctx *c, const mg_value *v) {
+  int64_t dims[MG_MAX_RANK];
+  int rank = cg_dims(v, dims);
+  const char *shape = cg_i64s(c, dims, rank);
+  cg_buf name = {0};
+  for (const char *q = v->name; *q; q++) {
+    unsigned char ch = (unsigned char)*q;
+    if (ch == '"' || ch == '\\') cg_buf_printf(&name, "\\%c", ch);
+    else if (ch < 32 || ch >= 127 || ch == '?') cg_buf_printf(&name, "\\%03o", ch);
+    else cg_buf_printf(&name, "%c", ch);
+  }
+  const char *io = name.failed ? "0"
+                               : cg_static(c, "mg_rt_io", "{\"%s\", %s, %d, %s, %zu}", name.s ? name.s : "",
+                                           cg_rt_dtype(v->dtype), rank, shape, bytes_of(v));
+  cg_buf_free(&name);
+  cg_line(c, "if (trace) trace(tctx, &%s, %s);", io, cg_vin(c, v));
+}
+
 /* Emits node n; returns 0, or -1 when it is unsupported (its text is rolled
  * back and replaced by an early return). */
 static int emit_node(cg_ctx *c, const mg_node *n) {
@@ -411,6 +430,8 @@ static int emit_node(cg_ctx *c, const mg_node *n) {
   } else if (ok) {
     ok = emitter_of(n->op)(c, n) == 0 && !c->cur_failed;
     if (!ok && !c->cur_failed) cg_unsupported(c, n, "the emitter failed");
+    for (int k = 0; ok && k < n->n_out; k++)
+      if (n->out[k]) emit_trace(c, storage_of(c, n->out[k]));
   }
   if (ok) return 0;
   c->body.len = body_len;

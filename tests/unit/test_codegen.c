@@ -1,0 +1,164 @@
+/* Unit tests for the C generator's driver (codegen/): error paths under injected
+ * allocation failures, the arena plan against its lower bound, and the lowering
+ * passes (BatchNorm folding, activation fusion) as the report counts them.
+ * Numerical agreement of generated code is the end-to-end suites' job
+ * (conformance --backend c, torchvision_c.sh, convert_cli.sh). */
+#define _XOPEN_SOURCE 700
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+#include "onnx_import.h"
+#include "passes.h"
+
+static const char *source_dir(void) {
+  const char *s = getenv("MIGC_TEST_SOURCE");
+  return s ? s : ".";
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+/* Imports and prepares path with input 0 fixed to `shape` (NULL: as declared). */
+static mg_model *load(const char *path, const char *input, const char *shape, mg_diags *d) {
+  mg_model *m = NULL;
+  mg_shape_override ov = {input, {0}};
+  int n_ov = 0;
+  if (shape) {
+    assert_int_equal(mg_shape_parse(shape, &ov.shape), 0);
+    n_ov = 1;
+  }
+  if (onnx_import(path, d, &m) || mg_prepare(m, &ov, n_ov, d)) {
+    mg_model_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* Whether dir holds a leftover temporary file (name containing ".tmp"). */
+static int has_tmp(const char *dir) {
+  DIR *dd = opendir(dir);
+  if (!dd) return 0;
+  struct dirent *e;
+  int found = 0;
+  while ((e = readdir(dd)))
+    if (strstr(e->d_name, ".tmp")) found = 1;
+  closedir(dd);
+  return found;
+}
+
+/* Fails allocation N = 1, 2, ... inside emit_c until it succeeds: every failure
+ * must be reported (return -1 with an error recorded), leak nothing (ASan build)
+ * and leave no temporary file behind. */
+static void sweep(const char *model, const char *input, const char *shape) {
+  char dir[] = "/tmp/migc-test-codegen-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  int failures = 0;
+  for (long n = 1;; n++) {
+    mg_diags d;
+    mg_diags_init(&d);
+    mg_model *m = load(model, input, shape, &d);
+    assert_non_null(m);
+    cg_options o = {.prefix = "model"};
+    cg_report r;
+    mg_fault_fail_at(n, 1);
+    int rc = emit_c(m, &o, dir, &r, &d);
+    mg_fault_fail_at(0, 0);
+    mg_model_free(m);
+    assert_false(has_tmp(dir));
+    if (rc == 0) {
+      mg_diags_free(&d);
+      break;
+    }
+    assert_true(d.errors > 0);
+    failures++;
+    mg_diags_free(&d);
+    assert_true(n < 100000);
+  }
+  print_message("%s: %d injected allocation failures, all reported and clean\n", model, failures);
+  assert_true(failures > 10);
+  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void test_allocation_failures(void **state) {
+  (void)state;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/samples/tiny_cnn_preserve.onnx", source_dir());
+  sweep(path, "input", "1x3x32x32");
+  snprintf(path, sizeof path, "%s/../shared/onnx-conformance/light/light_squeezenet.onnx", source_dir());
+  sweep(path, NULL, NULL);
+}
+
+/* The plan never goes under the lower bound (it is one), and stays within 1.25x
+ * of it on whole CNNs. */
+static void test_plan_near_lower_bound(void **state) {
+  (void)state;
+  const char *models[] = {"light_squeezenet", "light_resnet50", "light_densenet121", "light_inception_v1",
+                          "light_shufflenet", "light_bvlc_alexnet"};
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+    char path[4096], dir[] = "/tmp/migc-test-plan-XXXXXX";
+    snprintf(path, sizeof path, "%s/../shared/onnx-conformance/light/%s.onnx", source_dir(), models[i]);
+    assert_non_null(mkdtemp(dir));
+    mg_diags d;
+    mg_diags_init(&d);
+    mg_model *m = load(path, NULL, NULL, &d);
+    assert_non_null(m);
+    cg_options o = {.prefix = "model", .no_runner = 1};
+    cg_report r;
+    assert_int_equal(emit_c(m, &o, dir, &r, &d), 0);
+    print_message("%s: arena %zu, lower bound %zu (%.3fx), %d in place\n", models[i], r.arena_bytes, r.lower_bound,
+                  (double)r.arena_bytes / (double)r.lower_bound, r.n_inplace);
+    assert_true(r.lower_bound > 0);
+    assert_true(r.arena_bytes >= r.lower_bound);
+    assert_true((double)r.arena_bytes <= 1.25 * (double)r.lower_bound);
+    mg_model_free(m);
+    mg_diags_free(&d);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+}
+
+/* PRESERVE exports keep BatchNormalization after each Conv: both fold, and both
+ * Relus fuse into the convolutions. */
+static void test_lowering_counts(void **state) {
+  (void)state;
+  char path[4096], dir[] = "/tmp/migc-test-lower-XXXXXX";
+  snprintf(path, sizeof path, "%s/samples/tiny_cnn_preserve.onnx", source_dir());
+  assert_non_null(mkdtemp(dir));
+  mg_diags d;
+  mg_diags_init(&d);
+  mg_model *m = load(path, "input", "1x3x32x32", &d);
+  assert_non_null(m);
+  int bn = 0;
+  for (int i = 0; i < m->graph->n_nodes; i++) bn += m->graph->nodes[i]->op == MG_OP_BatchNormalization;
+  cg_options o = {.prefix = "model", .no_runner = 1};
+  cg_report r;
+  assert_int_equal(emit_c(m, &o, dir, &r, &d), 0);
+  assert_int_equal(bn, 2);
+  assert_int_equal(r.n_bn_folded, bn);
+  assert_int_equal(r.n_fused, 2);
+  assert_int_equal(r.n_unsupported, 0);
+  mg_model_free(m);
+  mg_diags_free(&d);
+  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lowering_counts),
+      cmocka_unit_test(test_plan_near_lower_bound),
+      cmocka_unit_test(test_allocation_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
