@@ -97,6 +97,9 @@ static int get_act(cg_ctx *c, const mg_node *n, cg_act *act) {
   cg_fused_act(c, n, act);
   if (strcmp(act->act, "MG_ACT_NONE") && n->out[0]->dtype != MG_F32)
     return cg_unsupported(c, n, "fused activation on dtype %s", mg_dtype_name(n->out[0]->dtype));
+  /* mg_bias_act, which applies most activations to each row, counts in int */
+  if (strcmp(act->act, "MG_ACT_NONE") && cg_numel(n->out[0]) > INT32_MAX)
+    return cg_unsupported(c, n, "fused activation over more than 2^31 elements");
   return 0;
 }
 

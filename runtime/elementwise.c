@@ -9,6 +9,48 @@
 
 enum { MAX_RANK = 16 };
 
+/* EW_LOOP(m, y, BODY): y[k] = r for k < m, where BODY computes float r from k.
+ * gcc at -O2 (the generated Makefile's default) vectorises only loops whose trip
+ * count is a whole number of vectors and that need no run-time alias check, so for
+ * gcc the loop runs in fixed blocks through a local buffer: the block loops
+ * vectorise, and y may still equal an input (every read of a block precedes its
+ * writes). clang vectorises the plain loop at -O2 (with alias checks) and runs the
+ * blocked form slower, so it gets the plain loop. */
+#if defined(__GNUC__) && !defined(__clang__)
+enum { EW_BLOCK = 16 };
+#define EW_LOOP(m, y, BODY)                                                           \
+  do {                                                                                \
+    int64_t i0_ = 0;                                                                  \
+    for (; i0_ + EW_BLOCK <= (m); i0_ += EW_BLOCK) {                                  \
+      float t_[EW_BLOCK];                                                             \
+      int j_;                                                                         \
+      for (j_ = 0; j_ < EW_BLOCK; j_++) {                                             \
+        const int64_t k = i0_ + j_;                                                   \
+        float r;                                                                      \
+        BODY;                                                                         \
+        t_[j_] = r;                                                                   \
+      }                                                                               \
+      for (j_ = 0; j_ < EW_BLOCK; j_++) (y)[i0_ + j_] = t_[j_];                       \
+    }                                                                                 \
+    for (; i0_ < (m); i0_++) {                                                        \
+      const int64_t k = i0_;                                                          \
+      float r;                                                                        \
+      BODY;                                                                           \
+      (y)[k] = r;                                                                     \
+    }                                                                                 \
+  } while (0)
+#else
+#define EW_LOOP(m, y, BODY)                                                           \
+  do {                                                                                \
+    int64_t k;                                                                        \
+    for (k = 0; k < (m); k++) {                                                       \
+      float r;                                                                        \
+      BODY;                                                                           \
+      (y)[k] = r;                                                                     \
+    }                                                                                 \
+  } while (0)
+#endif
+
 /* ------------------------------------------------------------ element access */
 
 static int is_float_dtype(mg_rt_dtype t) {
@@ -121,13 +163,25 @@ static void store_int_any(mg_rt_dtype t, void *p, int64_t k, int64_t v, int uns)
 
 /* --------------------------------------------------------------------- unary */
 
-#define UNARY_LOOP(EXPR)                                                              \
-  do {                                                                                \
-    for (i = 0; i < n; i++) {                                                         \
-      const float v = x[i];                                                           \
-      y[i] = (EXPR);                                                                  \
-    }                                                                                 \
-  } while (0)
+#define UNARY_LOOP(EXPR) EW_LOOP(n, y, const float v = x[k]; r = (EXPR))
+
+/* erf(v) as a rational function of v on [-4, 4] (erf is +-1 in float beyond): no
+ * branches or calls, so loops of it vectorise, and it agrees with erf to a few
+ * float ulps (the unit test checks it against double erf). NaN stays NaN. */
+static float erf_fast(float v) {
+  const float x = v > 4.0f ? 4.0f : (v < -4.0f ? -4.0f : v), x2 = x * x;
+  float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
+  p = x2 * p + -2.10102402082508e-06f;
+  p = x2 * p + -5.69250639462346e-05f;
+  p = x2 * p + -7.34990630326855e-04f;
+  p = x2 * p + -2.95459980854025e-03f;
+  p = x2 * p + -1.60960333262415e-02f;
+  q = x2 * q + -1.68282697438203e-03f;
+  q = x2 * q + -7.37332916720468e-03f;
+  q = x2 * q + -1.42647390514189e-02f;
+  return x * p / q;
+}
 
 static float softplus_f(float v) { return (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))); }
 
@@ -144,9 +198,11 @@ void mg_unary_f32(mg_unop op, int64_t n, const float *x, float *y, float a, floa
   case MG_UN_EXP: UNARY_LOOP(expf(v)); return;
   case MG_UN_LOG: UNARY_LOOP(logf(v)); return;
   case MG_UN_SQRT: UNARY_LOOP(sqrtf(v)); return;
-  case MG_UN_ERF: UNARY_LOOP(erff(v)); return;
+  case MG_UN_ERF: UNARY_LOOP(erf_fast(v)); return;
   case MG_UN_RECIPROCAL: UNARY_LOOP(1.0f / v); return;
-  case MG_UN_GELU: UNARY_LOOP(0.5f * v * (1.0f + erff(v * 0.70710678118654752f))); return;
+  /* 1 + erf(z) as erfc(-z): no cancellation for negative v, where 1 + erf(z)
+   * would lose most digits of the small result */
+  case MG_UN_GELU: UNARY_LOOP(0.5f * v * erfcf(-v * 0.70710678118654752f)); return;
   case MG_UN_GELU_TANH:
     UNARY_LOOP(0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v))));
     return;
@@ -206,7 +262,7 @@ static double unary_d(mg_unop op, double v, double a, double b) {
   case MG_UN_SQRT: return sqrt(v);
   case MG_UN_ERF: return erf(v);
   case MG_UN_RECIPROCAL: return 1 / v;
-  case MG_UN_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+  case MG_UN_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
   case MG_UN_GELU_TANH:
     return 0.5 * v * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
   case MG_UN_HARDSIGMOID: return fmax(0, fmin(1, a * v + b));
@@ -268,35 +324,46 @@ void mg_unary_any(mg_unop op, mg_rt_dtype t, int64_t n, const void *x, void *y,
 
 /* ------------------------------------------------------------- binary float32 */
 
-/* One row of m outputs: y[i] = EXPR(u = a[i*sa], v = b[i*sb]), with the common
- * stride patterns as loops of their own so that they vectorise. */
-#define BINARY_ROW(EXPR)                                                              \
+/* One row of m outputs: y[k] = ACT(EXPR(u = a[k*sa], v = b[k*sb])), with the
+ * common stride patterns as loops of their own so that they vectorise. */
+#define BINARY_STRIDES(EXPR, ACT)                                                     \
   do {                                                                                \
     if (sa == 1 && sb == 1) {                                                         \
-      for (i = 0; i < m; i++) { const float u = a[i], v = b[i]; y[i] = (EXPR); }      \
+      EW_LOOP(m, y, const float u = a[k]; const float v = b[k]; r = (EXPR); ACT);     \
     } else if (sa == 1 && sb == 0) {                                                  \
       const float v = b[0];                                                           \
-      for (i = 0; i < m; i++) { const float u = a[i]; y[i] = (EXPR); }                \
+      EW_LOOP(m, y, const float u = a[k]; r = (EXPR); ACT);                           \
     } else if (sa == 0 && sb == 1) {                                                  \
       const float u = a[0];                                                           \
-      for (i = 0; i < m; i++) { const float v = b[i]; y[i] = (EXPR); }                \
+      EW_LOOP(m, y, const float v = b[k]; r = (EXPR); ACT);                           \
     } else {                                                                          \
-      for (i = 0; i < m; i++) {                                                       \
-        const float u = a[i * sa], v = b[i * sb];                                     \
-        y[i] = (EXPR);                                                                \
-      }                                                                               \
+      EW_LOOP(m, y, const float u = a[k * sa]; const float v = b[k * sb]; r = (EXPR); ACT); \
     }                                                                                 \
   } while (0)
+/* Relu and Clip (Relu6) run inside the loop; other activations after it. */
+#define BINARY_ROW(EXPR)                                                              \
+  do {                                                                                \
+    if (act == MG_ACT_RELU) BINARY_STRIDES(EXPR, r = r < 0.0f ? 0.0f : r);             \
+    else if (act == MG_ACT_CLIP) BINARY_STRIDES(EXPR, r = r < lo ? lo : (r > hi ? hi : r)); \
+    else BINARY_STRIDES(EXPR, (void)0);                                               \
+  } while (0)
 
+/* One row of the float32 binary op with the in-loop activations (RELU, CLIP with
+ * bounds lo, hi); any other act is left to the caller. */
 static void binary_row_f32(mg_binop op, int64_t m, const float *a, int64_t sa,
-                           const float *b, int64_t sb, float *y) {
+                           const float *b, int64_t sb, float *y, mg_act act, float lo, float hi) {
   int64_t i;
   switch (op) {
   case MG_BIN_ADD: BINARY_ROW(u + v); return;
   case MG_BIN_SUB: BINARY_ROW(u - v); return;
   case MG_BIN_MUL: BINARY_ROW(u * v); return;
   case MG_BIN_DIV: BINARY_ROW(u / v); return;
-  case MG_BIN_POW: BINARY_ROW(powf(u, v)); return;
+  case MG_BIN_POW:
+    /* x^2 (LayerNorm's variance as exported at opset < 17): u * u is the same
+     * correctly rounded result as powf, at memory speed */
+    if (sb == 0 && b[0] == 2.0f) BINARY_ROW(((void)v, u * u));
+    else BINARY_ROW(powf(u, v));
+    return;
   case MG_BIN_FMOD: BINARY_ROW(fmodf(u, v)); return;
   /* NaN in either input gives NaN: u when u is NaN, else v when v is */
   case MG_BIN_MAX: BINARY_ROW(u > v || u != u ? u : v); return;
@@ -342,9 +409,10 @@ void mg_binary_f32(mg_binop op, int rank, const int64_t *shape, const float *a,
   if (count(rank, shape) == 0) return;
   do {
     binary_row_f32(op, m, a + off[0], a_strides[rank - 1], b + off[1], b_strides[rank - 1],
-                   y + yo);
-    /* the activation runs on the row while it is in cache */
-    if (act != MG_ACT_NONE) mg_bias_act(y + yo, 1, (int)m, (int)m, NULL, act, act_a, act_b);
+                   y + yo, act, act_a, act_b);
+    /* the other activations run on the row while it is in cache */
+    if (act != MG_ACT_NONE && act != MG_ACT_RELU && act != MG_ACT_CLIP)
+      mg_bias_act(y + yo, 1, (int)m, (int)m, NULL, act, act_a, act_b);
     yo += m;
   } while (next_row(rank, shape, idx, 2, strides, off));
 }
@@ -512,12 +580,8 @@ void mg_where(size_t elem_size, int rank, const int64_t *shape, const uint8_t *c
 
 void mg_clip_f32(int64_t n, const float *x, float *y, const float *lo, const float *hi) {
   const float l = lo ? *lo : -HUGE_VALF, h = hi ? *hi : HUGE_VALF;
-  int64_t i;
   /* max then min, as ONNX (numpy.clip): with l > h everything becomes h */
-  for (i = 0; i < n; i++) {
-    const float v = x[i], t = v < l ? l : v;
-    y[i] = v != v ? v : (t > h ? h : t);
-  }
+  EW_LOOP(n, y, const float v = x[k]; const float t = v < l ? l : v; r = v != v ? v : (t > h ? h : t));
 }
 
 void mg_clip_any(mg_rt_dtype t, int64_t n, const void *x, void *y, const void *lo,

@@ -195,6 +195,16 @@ static void test_binary_f32_patterns(void **state) {
   for (i = 0; i < C * HW; i++) assert_true(y[i] == bias[i % HW] - x[i]);
   mg_binary_f32(MG_BIN_DIV, 2, shape, x, dense, s, scalar, y, MG_ACT_RELU, 0, 0);
   for (i = 0; i < C * HW; i++) assert_true(y[i] == fmaxf(x[i] / s[0], 0.0f));
+  { /* x^2 by a broadcast exponent 2 (a path of its own): as pow, NaN and inf too */
+    float two = 2.0f;
+    x[0] = NAN, x[1] = -INFINITY, x[2] = -0.0f;
+    mg_binary_f32(MG_BIN_POW, 2, shape, x, dense, &two, scalar, y, MG_ACT_NONE, 0, 0);
+    for (i = 0; i < C * HW; i++) {
+      const double r = pow(x[i], 2.0);
+      assert_true(isnan(r) ? isnan(y[i]) : (y[i] == (float)r && !signbit(y[i])));
+    }
+    x[0] = 1.5f, x[1] = -2.0f, x[2] = 0.25f; /* finite again for the checks below */
+  }
   memcpy(y, x, sizeof x);
   mg_binary_f32(MG_BIN_ADD, 2, shape, x, dense, x, dense, x, MG_ACT_NONE, 0, 0); /* x += x */
   for (i = 0; i < C * HW; i++) assert_true(x[i] == 2 * y[i]);
