@@ -27,7 +27,7 @@ logsum=0 n=0 worst=0 slower_than_torch=0
 for model in ${MODELS//,/ }; do
   f=$tv/${model}_op17_default.onnx input=$tv/${model}_input.npy
   "$BUILD/migc" convert "$f" -o "$work/$model" --cpu-only >/dev/null 2>&1
-  make -s -C "$work/$model/cpu" >/dev/null
+  make -s -j"$(nproc)" -C "$work/$model/cpu" >/dev/null
   c=$(taskset -c "$core" "$work/$model/cpu/runner" --input input="$input" --output-dir "$work/$model" --repeat "$RUNS" | awk '/median_ms/ {print $2}')
   "$BUILD/tests/npycmp" "$work/$model/output.npy" "$tv/${model}_output.npy" >/dev/null || { echo "$model: generated C disagrees with torch"; exit 1; }
   o=$(taskset -c "$core" node bench/ort_run.js "$f" "$input" "$RUNS" | awk '{print $2}')

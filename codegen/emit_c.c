@@ -362,9 +362,14 @@ static int check_node(cg_ctx *c, const mg_node *n) {
     return !cg_unsupported(c, n, "no CPU kernel for %s%s%s", *n->domain ? n->domain : "", *n->domain ? "::" : "",
                            n->op_type);
   if (n->op == MG_OP_Dropout) {
+    /* training mode with ratio 0 (as torchvision's swin exports attention dropout)
+     * is the identity too */
     int64_t t = 0;
-    if (n->n_in > 2 && n->in[2] && (cg_const_ints(n->in[2], &t, 1) != 1 || t))
-      return !cg_unsupported(c, n, "training-mode Dropout");
+    float ratio = 0.5f;
+    if (n->n_in > 1 && n->in[1] && cg_const_floats(n->in[1], &ratio, 1) != 1) ratio = -1;
+    if (n->n_in < 2 || !n->in[1]) ratio = 0.5f;
+    if (n->n_in > 2 && n->in[2] && (cg_const_ints(n->in[2], &t, 1) != 1 || t) && ratio != 0)
+      return !cg_unsupported(c, n, "training-mode Dropout with a nonzero ratio (random masks)");
     if (n->n_out > 1 && n->out[1] && n->out[1]->n_uses) return !cg_unsupported(c, n, "Dropout mask output is used");
   }
   int ok = 1;
@@ -394,6 +399,25 @@ static void emit_copy(cg_ctx *c, const mg_value *dst, const mg_value *src) {
   if (n) cg_line(c, "memcpy(%s, %s, %zu);", cg_vout(c, dst), cg_vin(c, src), n);
 }
 
+/* After a node: hand each output to the trace hook, if the caller gave one. */
+static void emit_trace(cg_ctx *c, const mg_value *v) {
+  int64_t dims[MG_MAX_RANK];
+  int rank = cg_dims(v, dims);
+  const char *shape = cg_i64s(c, dims, rank);
+  cg_buf name = {0};
+  for (const char *q = v->name; *q; q++) {
+    unsigned char ch = (unsigned char)*q;
+    if (ch == '"' || ch == '\\') cg_buf_printf(&name, "\\%c", ch);
+    else if (ch < 32 || ch >= 127 || ch == '?') cg_buf_printf(&name, "\\%03o", ch);
+    else cg_buf_printf(&name, "%c", ch);
+  }
+  const char *io = name.failed ? "0"
+                               : cg_static(c, "mg_rt_io", "{\"%s\", %s, %d, %s, %zu}", name.s ? name.s : "",
+                                           cg_rt_dtype(v->dtype), rank, shape, bytes_of(v));
+  cg_buf_free(&name);
+  cg_line(c, "if (trace) trace(tctx, &%s, %s);", io, cg_vin(c, v));
+}
+
 /* Emits node n; returns 0, or -1 when it is unsupported (its text is rolled
  * back and replaced by an early return). */
 static int emit_node(cg_ctx *c, const mg_node *n) {
@@ -411,6 +435,8 @@ static int emit_node(cg_ctx *c, const mg_node *n) {
   } else if (ok) {
     ok = emitter_of(n->op)(c, n) == 0 && !c->cur_failed;
     if (!ok && !c->cur_failed) cg_unsupported(c, n, "the emitter failed");
+    for (int k = 0; ok && k < n->n_out; k++)
+      if (n->out[k]) emit_trace(c, storage_of(c, n->out[k]));
   }
   if (ok) return 0;
   c->body.len = body_len;

@@ -67,6 +67,10 @@ typedef struct {
   const int64_t *shape;    /* rank dims */
   size_t bytes;            /* element size times element count */
 } mg_rt_io;
+/* Called by a model's run_trace after each node with that node's output (what
+ * describes it; data is valid only during the call). Activations fused into their
+ * producer are reported once, under the activation's output name. */
+typedef void (*mg_rt_trace_fn)(void *ctx, const mg_rt_io *what, const void *data);
 typedef struct {
   const char *name;        /* model name, for --model in multi-model runners */
   int n_inputs, n_outputs;
@@ -76,6 +80,9 @@ typedef struct {
   int (*init)(void *instance, const char *weights_path);
   int (*run)(void *instance, const void *const *inputs, void *const *outputs);
   void (*release)(void *instance);
+  /* run, calling trace(ctx, ...) after every node (trace may be NULL) */
+  int (*run_trace)(void *instance, const void *const *inputs, void *const *outputs, mg_rt_trace_fn trace,
+                   void *ctx);
 } mg_rt_model;
 
 /* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit

@@ -6,11 +6,22 @@
 
 /* The transpose of the rows x cols matrix src, as a new array (NULL after a
  * diagnostic). */
+static double *transposed(const vjp_args *a, const double *src, int64_t rows, int64_t cols);
+
+/* dst[cols x rows] = the transpose of src[rows x cols], in 32x32 tiles so that
+ * neither side strides through memory a cache line per element. */
+static void transpose_into(double *dst, const double *src, int64_t rows, int64_t cols) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 32)
+    for (int64_t j0 = 0; j0 < cols; j0 += 32) {
+      int64_t i1 = i0 + 32 < rows ? i0 + 32 : rows, j1 = j0 + 32 < cols ? j0 + 32 : cols;
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) dst[j * rows + i] = src[i * cols + j];
+    }
+}
+
 static double *transposed(const vjp_args *a, const double *src, int64_t rows, int64_t cols) {
   double *t = vjp_zeros(a, rows * cols);
-  if (!t) return NULL;
-  for (int64_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < cols; j++) t[j * rows + i] = src[i * cols + j];
+  if (t) transpose_into(t, src, rows, cols);
   return t;
 }
 
@@ -35,22 +46,26 @@ static int matmul(const vjp_args *a) {
   if (it_broadcast(both, 2, &yr, yb)) return vjp_fail(a, "batch dims do not broadcast");
   it_bcast_strides(&ab, yr, yb, sa);
   it_bcast_strides(&bb, yr, yb, sb);
-  int64_t nb = 1;
+  int64_t nb = 1, na = 1, nbb = 1;
   for (int d = 0; d < yr; d++) nb *= yb[d];
+  for (int d = 0; d < ab.rank; d++) na *= ab.dims[d];
+  for (int d = 0; d < bb.rank; d++) nbb *= bb.dims[d];
+  if (nbb == 1 && na == nb && nb > 1) { /* one B for every batch: stack A's rows into one product */
+    M *= nb;
+    nb = 1, yr = 0;
+  }
   double *av = vjp_f64(a, A), *bv = av ? vjp_f64(a, B) : NULL;
   double *at = bv ? vjp_zeros(a, K * M) : NULL, *bt = at ? vjp_zeros(a, N * K) : NULL;
   int rc = bt ? 0 : -1;
-  int64_t oa = 0, ob = 0;
+  int64_t oa = 0, ob = 0, at_of = -1, bt_of = -1; /* which batch at/bt hold */
   for (int64_t i = 0; i < nb && !rc; i++) {
     const double *Ai = av + oa * M * K, *Bi = bv + ob * K * N, *G = a->gy[0] + i * M * N;
     if (a->gx[0]) { /* gA[M,K] += G[M,N] B^T[N,K] */
-      for (int64_t p = 0; p < K; p++)
-        for (int64_t q = 0; q < N; q++) bt[q * K + p] = Bi[p * N + q];
+      if (bt_of != ob) transpose_into(bt, Bi, K, N), bt_of = ob;
       if (nn_gemm(M, K, N, G, N, bt, K, a->gx[0] + oa * M * K, K)) rc = gemm_oom(a);
     }
     if (a->gx[1] && !rc) { /* gB[K,N] += A^T[K,M] G[M,N] */
-      for (int64_t p = 0; p < M; p++)
-        for (int64_t q = 0; q < K; q++) at[q * M + p] = Ai[p * K + q];
+      if (at_of != oa) transpose_into(at, Ai, M, K), at_of = oa;
       if (nn_gemm(K, N, M, at, M, G, N, a->gx[1] + ob * K * N, N)) rc = gemm_oom(a);
     }
     for (int d = yr - 1; d >= 0; d--) {

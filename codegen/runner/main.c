@@ -1,12 +1,13 @@
 /* The runner migc ships with every generated CPU project (copied verbatim).
  *
  *   runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]
- *          [--repeat N] [--list]
+ *          [--repeat N] [--trace DIR] [--list]
  *
  * It reads each graph input from a .npy file (dtype and shape must match the
  * model exactly), runs the model once, and writes D/<output name>.npy (written
  * to a temporary file, then renamed; D is created if missing). With --repeat N it then runs N more timed
- * inferences and prints "median_ms X". The weights file defaults to the one
+ * inferences and prints "median_ms X". With --trace DIR the run also writes every
+ * node's output to DIR/<value name>.npy, for layer-by-layer comparison. The weights file defaults to the one
  * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
  * failure inside the model. The models it serves are listed in models.c. */
 #define _POSIX_C_SOURCE 200809L
@@ -46,9 +47,10 @@ static const char *dtype_descr(mg_rt_dtype t) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]\n"
-             "              [--repeat N] [--list]\n"
+             "              [--repeat N] [--trace DIR] [--list]\n"
              "Runs the generated model on .npy inputs and writes D/<output>.npy; with --repeat N\n"
-             "also times N runs after one warm-up and prints 'median_ms X'.\n");
+             "also times N runs after one warm-up and prints 'median_ms X'; --trace DIR writes\n"
+             "every node's output to DIR/<value name>.npy.\n");
 }
 
 /* Reads an .npy whose dtype and shape must equal io's; returns a malloc'd buffer
@@ -191,6 +193,16 @@ static int make_dirs(const char *dir) {
   return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }
 
+typedef struct {
+  const char *dir;
+  int failed;
+} trace_ctx;
+
+static void trace_write(void *ctx, const mg_rt_io *what, const void *data) {
+  trace_ctx *t = ctx;
+  if (!t->failed && write_npy(t->dir, what, data)) t->failed = 1;
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -203,7 +215,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  const char *model_name = NULL, *weights = NULL, *outdir = ".";
+  const char *model_name = NULL, *weights = NULL, *outdir = ".", *trace_dir = NULL;
   const char *in_names[MAX_IO], *in_paths[MAX_IO];
   void *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
   int n_in = 0, repeat = 0, list = 0, i, rc = 0;
@@ -236,6 +248,8 @@ int main(int argc, char **argv) {
       model_name = argv[++i];
     } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
       weights = argv[++i];
+    } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
+      trace_dir = argv[++i];
     } else if (!strcmp(argv[i], "--list")) {
       list = 1;
     } else {
@@ -315,7 +329,23 @@ int main(int argc, char **argv) {
     rc = rc == MG_RT_EARG || rc == MG_RT_EIO || rc == MG_RT_EFORMAT ? 2 : 3;
     goto done;
   }
-  rc = md->run(inst, (const void *const *)inputs, outputs);
+  if (trace_dir) {
+    trace_ctx tc;
+    tc.dir = trace_dir;
+    tc.failed = 0;
+    if (make_dirs(trace_dir)) {
+      fprintf(stderr, "runner: cannot create %s\n", trace_dir);
+      rc = 2;
+      goto done;
+    }
+    rc = md->run_trace(inst, (const void *const *)inputs, outputs, trace_write, &tc);
+    if (!rc && tc.failed) {
+      rc = 2;
+      goto done;
+    }
+  } else {
+    rc = md->run(inst, (const void *const *)inputs, outputs);
+  }
   if (rc) {
     fprintf(stderr, "runner: the model failed: %s\n", mg_rt_strerror(rc));
     rc = 3;

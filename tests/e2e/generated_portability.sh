@@ -35,7 +35,7 @@ for model in ${MODELS//,/ }; do
       clang-aarch64) args=("CC=clang --target=aarch64-linux-gnu --sysroot=$SYSROOT" ARCH= "LDFLAGS=-fuse-ld=lld -static")
                      run=(qemu-aarch64 -L $SYSROOT) ;;
     esac
-    if ! make -s -C "$dir" WERROR=-Werror "${args[@]}" > "$dir.make.log" 2>&1; then
+    if ! make -s -j"$(nproc)" -C "$dir" WERROR=-Werror "${args[@]}" > "$dir.make.log" 2>&1; then
       echo "FAIL $model $target: build: $(grep -m1 -E 'error|warning' "$dir.make.log")"; fail=$((fail + 1)); continue
     fi
     start=$SECONDS

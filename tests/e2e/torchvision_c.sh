@@ -31,7 +31,7 @@ for model in ${MODELS//,/ }; do
     if grep -q "not converted" "$dir.convert.log" && ! grep -q " 0 not converted" "$dir.convert.log"; then
       echo "FAIL ${model} ${mode}: $(grep -m3 'cpu:' "$dir.convert.log" | tr '\n' ' ')"; fail=$((fail + 1)); continue
     fi
-    if ! make -s -C "$dir/cpu" CC="$CCOMP" WERROR=-Werror > "$dir.make.log" 2>&1; then
+    if ! make -s -j"$(nproc)" -C "$dir/cpu" CC="$CCOMP" WERROR=-Werror > "$dir.make.log" 2>&1; then
       echo "FAIL ${model} ${mode}: build: $(grep -m1 -E 'error|warning' "$dir.make.log")"; fail=$((fail + 1)); continue
     fi
     if ! /usr/bin/time -f '%M' -o "$dir.rss" "$dir/cpu/runner" --input input="$out/${model}_input.npy" \

@@ -1,0 +1,579 @@
+/* C emitters of the elementwise family (runtime/elementwise.c; contract in
+ * codegen/cg.h): unary maths and activations, broadcasting binary ops and
+ * comparisons, variadic Max/Min/Sum/Mean, Where, Clip, Cast/CastLike, IsNaN/IsInf.
+ *
+ * Broadcasting is resolved here: every input gets element strides along the output
+ * shape (0 on broadcast dims), size-1 dims are dropped, and adjacent dims that are
+ * contiguous-or-broadcast alike for every input are merged, so the runtime usually
+ * sees rank 1-3 with long inner rows. float32 calls the float32 kernels (with the
+ * fused activation, for the ops flagged CG_EPILOGUE); other dtypes call the generic
+ * ones, which cannot apply an activation (the driver only fuses into float32). */
+#include "cg.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char RT_FILE[] = "elementwise.c";
+
+/* ------------------------------------------------------------- helpers */
+
+static int is_float(mg_dtype t) { return t == MG_F32 || t == MG_F64 || t == MG_F16 || t == MG_BF16; }
+static int is_int(mg_dtype t) { return mg_dtype_is_int(t); }
+static int is_numeric(mg_dtype t) { return is_float(t) || is_int(t); }
+
+/* A finite float as an exact C constant (hex float literal); buf holds 40 chars. */
+static const char *flit(char *buf, float f) {
+  snprintf(buf, 40, "%af", (double)f);
+  return buf;
+}
+
+/* The runtime needs these files: the kernels, and conv.c for mg_bias_act (used by
+ * the float32 epilogue). */
+static void need_runtime(cg_ctx *c) {
+  cg_need(c, RT_FILE);
+  cg_need(c, "conv.c");
+  cg_need(c, "sgemm.c"); /* conv.c calls mg_sgemm */
+}
+
+/* A broadcast walk: the coalesced output shape and each input's element strides. */
+typedef struct {
+  int rank;
+  int64_t shape[MG_MAX_RANK];
+  int64_t strides[3][MG_MAX_RANK];
+  int64_t numel;
+} ew_walk;
+
+/* Builds the walk of output `out` over inputs ins[n_in] (numpy broadcasting, each
+ * input's dims right-aligned to the output's). Returns -1 after cg_unsupported when
+ * an input does not broadcast to the output. */
+static int make_walk(cg_ctx *c, const mg_node *n, const mg_value *out, const mg_value *const *ins,
+                     int n_in, ew_walk *w) {
+  int64_t od[MG_MAX_RANK], st[3][MG_MAX_RANK];
+  const int orank = cg_dims(out, od);
+  w->numel = 1;
+  for (int d = 0; d < orank; d++) w->numel *= od[d];
+  for (int k = 0; k < n_in; k++) {
+    int64_t id[MG_MAX_RANK], s = 1;
+    const int irank = cg_dims(ins[k], id);
+    if (irank > orank) return cg_unsupported(c, n, "input %d has a higher rank than the output", k);
+    for (int d = orank - 1; d >= 0; d--) {
+      const int di = d - (orank - irank);
+      const int64_t dim = di >= 0 ? id[di] : 1;
+      if (dim != 1 && dim != od[d])
+        return cg_unsupported(c, n, "input %d does not broadcast to the output shape", k);
+      st[k][d] = dim == 1 ? 0 : s;
+      s *= dim;
+    }
+  }
+  /* drop size-1 output dims; merge a dim into the previous one when, for every
+   * input, stepping the previous dim once equals walking the whole current one */
+  w->rank = 0;
+  for (int d = 0; d < orank; d++) {
+    if (od[d] == 1) continue;
+    int merge = w->rank > 0;
+    for (int k = 0; k < n_in && merge; k++)
+      merge = w->strides[k][w->rank - 1] == st[k][d] * od[d];
+    if (merge) {
+      w->shape[w->rank - 1] *= od[d];
+      for (int k = 0; k < n_in; k++) w->strides[k][w->rank - 1] = st[k][d];
+      continue;
+    }
+    w->shape[w->rank] = od[d];
+    for (int k = 0; k < n_in; k++) w->strides[k][w->rank] = st[k][d];
+    w->rank++;
+  }
+  if (w->rank == 0) { /* a single element */
+    w->rank = 1;
+    w->shape[0] = 1;
+    for (int k = 0; k < n_in; k++) w->strides[k][0] = 0;
+  }
+  return 0;
+}
+
+/* The fused activation; -1 after cg_unsupported if one is fused into a node whose
+ * output is not float32 (the generic kernels cannot apply it). */
+static int get_act(cg_ctx *c, const mg_node *n, cg_act *act) {
+  cg_fused_act(c, n, act);
+  if (strcmp(act->act, "MG_ACT_NONE") && n->out[0]->dtype != MG_F32)
+    return cg_unsupported(c, n, "fused activation on dtype %s", mg_dtype_name(n->out[0]->dtype));
+  /* mg_bias_act, which applies most activations to each row, counts in int */
+  if (strcmp(act->act, "MG_ACT_NONE") && cg_numel(n->out[0]) > INT32_MAX)
+    return cg_unsupported(c, n, "fused activation over more than 2^31 elements");
+  return 0;
+}
+
+/* Every dtype the generic kernels handle: numeric or bool (not string/complex). */
+static int rt_dtype_ok(mg_dtype t) { return cg_rt_dtype(t) != NULL && (is_numeric(t) || t == MG_BOOL); }
+
+/* ---------------------------------------------------------------- unary */
+
+enum { T_FLOAT = 1, T_INT = 2, T_BOOL = 4 };
+
+typedef struct {
+  mg_op op;
+  const char *rt;   /* mg_unop enumerator */
+  int types;        /* dtype classes the runtime computes exactly */
+  const char *a, *b; /* float attributes passed as the kernel's a, b (NULL: none) */
+  float da, db;      /* their defaults */
+} unary_info;
+
+static const unary_info UNARY[] = {
+    {MG_OP_Abs, "MG_UN_ABS", T_FLOAT | T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Acos, "MG_UN_ACOS", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Acosh, "MG_UN_ACOSH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Asin, "MG_UN_ASIN", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Asinh, "MG_UN_ASINH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Atan, "MG_UN_ATAN", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Atanh, "MG_UN_ATANH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_BitwiseNot, "MG_UN_BITWISE_NOT", T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Ceil, "MG_UN_CEIL", T_FLOAT | T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Celu, "MG_UN_CELU", T_FLOAT, "alpha", NULL, 1.0f, 0},
+    {MG_OP_Cos, "MG_UN_COS", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Cosh, "MG_UN_COSH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Elu, "MG_UN_ELU", T_FLOAT, "alpha", NULL, 1.0f, 0},
+    {MG_OP_Erf, "MG_UN_ERF", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Exp, "MG_UN_EXP", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Floor, "MG_UN_FLOOR", T_FLOAT | T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Gelu, "MG_UN_GELU", T_FLOAT, NULL, NULL, 0, 0}, /* approximate: below */
+    {MG_OP_HardSigmoid, "MG_UN_HARDSIGMOID", T_FLOAT, "alpha", "beta", 0.2f, 0.5f},
+    {MG_OP_HardSwish, "MG_UN_HARDSWISH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_LeakyRelu, "MG_UN_LEAKY_RELU", T_FLOAT, "alpha", NULL, 0.01f, 0},
+    {MG_OP_Log, "MG_UN_LOG", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Mish, "MG_UN_MISH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Neg, "MG_UN_NEG", T_FLOAT | T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Not, "MG_UN_NOT", T_BOOL, NULL, NULL, 0, 0},
+    {MG_OP_Reciprocal, "MG_UN_RECIPROCAL", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Relu, "MG_UN_RELU", T_FLOAT | T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Round, "MG_UN_ROUND", T_FLOAT | T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Selu, "MG_UN_SELU", T_FLOAT, "alpha", "gamma", 1.67326319217681884765625f,
+     1.05070102214813232421875f},
+    {MG_OP_Shrink, "MG_UN_SHRINK", T_FLOAT, "lambd", "bias", 0.5f, 0},
+    {MG_OP_Sigmoid, "MG_UN_SIGMOID", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Sign, "MG_UN_SIGN", T_FLOAT | T_INT, NULL, NULL, 0, 0},
+    {MG_OP_Sin, "MG_UN_SIN", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Sinh, "MG_UN_SINH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Softplus, "MG_UN_SOFTPLUS", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Softsign, "MG_UN_SOFTSIGN", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Sqrt, "MG_UN_SQRT", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Tan, "MG_UN_TAN", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_Tanh, "MG_UN_TANH", T_FLOAT, NULL, NULL, 0, 0},
+    {MG_OP_ThresholdedRelu, "MG_UN_THRESHOLDED_RELU", T_FLOAT, "alpha", NULL, 1.0f, 0},
+};
+
+static int dtype_class(mg_dtype t) {
+  return is_float(t) ? T_FLOAT : is_int(t) ? T_INT : t == MG_BOOL ? T_BOOL : 0;
+}
+
+/* Emits y = op(x) over `count` elements of dtype t (generic or float32 path). */
+static void emit_unary_call(cg_ctx *c, const char *rt_op, const mg_value *x, const mg_value *y,
+                            int64_t count, float a, float b) {
+  char fa[40], fb[40];
+  if (x->dtype == MG_F32)
+    cg_line(c, "mg_unary_f32(%s, %lld, %s, %s, %s, %s);", rt_op, (long long)count, cg_in(c, x),
+            cg_out(c, y), flit(fa, a), flit(fb, b));
+  else
+    cg_line(c, "mg_unary_any(%s, %s, %lld, %s, %s, %s, %s);", rt_op, cg_rt_dtype(x->dtype),
+            (long long)count, cg_vin(c, x), cg_vout(c, y), flit(fa, a), flit(fb, b));
+}
+
+/* Checks that x and y are present and of one dtype and element count. */
+static int check_same(cg_ctx *c, const mg_node *n, const mg_value *x, const mg_value *y) {
+  if (!x || !y) return cg_unsupported(c, n, "missing input or output");
+  if (x->dtype != y->dtype) return cg_unsupported(c, n, "output dtype differs from the input's");
+  if (cg_numel(x) != cg_numel(y)) return cg_unsupported(c, n, "output shape differs from the input's");
+  return 0;
+}
+
+/* All the one-input ops of UNARY. */
+static int emit_unary(cg_ctx *c, const mg_node *n) {
+  const unary_info *u = NULL;
+  const mg_value *x = n->in[0], *y = n->out[0];
+  const char *rt;
+  float a, b;
+  for (size_t i = 0; i < sizeof UNARY / sizeof UNARY[0]; i++)
+    if (UNARY[i].op == n->op) u = &UNARY[i];
+  if (!u) return cg_unsupported(c, n, "not an elementwise unary op");
+  if (check_same(c, n, x, y)) return -1;
+  if (!(dtype_class(x->dtype) & u->types) || !rt_dtype_ok(x->dtype))
+    return cg_unsupported(c, n, "dtype %s", mg_dtype_name(x->dtype));
+  rt = u->rt;
+  if (n->op == MG_OP_Gelu) {
+    const char *ap = mg_attr_str(n, "approximate", "none");
+    if (!strcmp(ap, "tanh")) rt = "MG_UN_GELU_TANH";
+    else if (strcmp(ap, "none")) return cg_unsupported(c, n, "attribute approximate='%s'", ap);
+  }
+  a = u->a ? mg_attr_float(n, u->a, u->da) : 0.0f;
+  b = u->b ? mg_attr_float(n, u->b, u->db) : 0.0f;
+  if (!isfinite(a) || !isfinite(b)) return cg_unsupported(c, n, "non-finite attribute");
+  if (n->op == MG_OP_Celu && a == 0.0f) return cg_unsupported(c, n, "attribute alpha=0");
+  if (cg_numel(y) == 0) return 0;
+  need_runtime(c);
+  emit_unary_call(c, rt, x, y, cg_numel(y), a, b);
+  return 0;
+}
+
+#define UNARY_EMITTER(Op) \
+  int cg_emit_##Op(cg_ctx *c, const mg_node *n) { return emit_unary(c, n); }
+UNARY_EMITTER(Abs)
+UNARY_EMITTER(Acos)
+UNARY_EMITTER(Acosh)
+UNARY_EMITTER(Asin)
+UNARY_EMITTER(Asinh)
+UNARY_EMITTER(Atan)
+UNARY_EMITTER(Atanh)
+UNARY_EMITTER(BitwiseNot)
+UNARY_EMITTER(Ceil)
+UNARY_EMITTER(Celu)
+UNARY_EMITTER(Cos)
+UNARY_EMITTER(Cosh)
+UNARY_EMITTER(Elu)
+UNARY_EMITTER(Erf)
+UNARY_EMITTER(Exp)
+UNARY_EMITTER(Floor)
+UNARY_EMITTER(Gelu)
+UNARY_EMITTER(HardSigmoid)
+UNARY_EMITTER(HardSwish)
+UNARY_EMITTER(LeakyRelu)
+UNARY_EMITTER(Log)
+UNARY_EMITTER(Mish)
+UNARY_EMITTER(Neg)
+UNARY_EMITTER(Not)
+UNARY_EMITTER(Reciprocal)
+UNARY_EMITTER(Relu)
+UNARY_EMITTER(Round)
+UNARY_EMITTER(Selu)
+UNARY_EMITTER(Shrink)
+UNARY_EMITTER(Sigmoid)
+UNARY_EMITTER(Sign)
+UNARY_EMITTER(Sin)
+UNARY_EMITTER(Sinh)
+UNARY_EMITTER(Softplus)
+UNARY_EMITTER(Softsign)
+UNARY_EMITTER(Sqrt)
+UNARY_EMITTER(Tan)
+UNARY_EMITTER(Tanh)
+UNARY_EMITTER(ThresholdedRelu)
+#undef UNARY_EMITTER
+
+/* IsNaN / IsInf: float input, bool output. */
+static int emit_predicate(cg_ctx *c, const mg_node *n) {
+  const mg_value *x = n->in[0], *y = n->out[0];
+  if (!x || !y || y->dtype != MG_BOOL || cg_numel(x) != cg_numel(y))
+    return cg_unsupported(c, n, "output must be bool of the input's shape");
+  if (!is_float(x->dtype)) return cg_unsupported(c, n, "dtype %s", mg_dtype_name(x->dtype));
+  if (cg_numel(y) == 0) return 0;
+  need_runtime(c);
+  if (n->op == MG_OP_IsNaN)
+    cg_line(c, "mg_isnan(%s, %lld, %s, %s);", cg_rt_dtype(x->dtype), (long long)cg_numel(y),
+            cg_vin(c, x), cg_out(c, y));
+  else
+    cg_line(c, "mg_isinf(%s, %lld, %s, %s, %d, %d);", cg_rt_dtype(x->dtype), (long long)cg_numel(y),
+            cg_vin(c, x), cg_out(c, y), mg_attr_int(n, "detect_negative", 1) != 0,
+            mg_attr_int(n, "detect_positive", 1) != 0);
+  return 0;
+}
+int cg_emit_IsNaN(cg_ctx *c, const mg_node *n) { return emit_predicate(c, n); }
+int cg_emit_IsInf(cg_ctx *c, const mg_node *n) { return emit_predicate(c, n); }
+
+/* Clip: min and max are optional one-element inputs, read at run time. */
+int cg_emit_Clip(cg_ctx *c, const mg_node *n) {
+  const mg_value *x = n->in[0], *y = n->out[0];
+  const mg_value *lo = n->n_in > 1 ? n->in[1] : NULL, *hi = n->n_in > 2 ? n->in[2] : NULL;
+  if (check_same(c, n, x, y)) return -1;
+  if (!is_numeric(x->dtype) || !rt_dtype_ok(x->dtype))
+    return cg_unsupported(c, n, "dtype %s", mg_dtype_name(x->dtype));
+  if ((lo && (lo->dtype != x->dtype || cg_numel(lo) != 1)) ||
+      (hi && (hi->dtype != x->dtype || cg_numel(hi) != 1)))
+    return cg_unsupported(c, n, "min and max must be one element of the input's dtype");
+  if (cg_numel(y) == 0) return 0;
+  need_runtime(c);
+  if (x->dtype == MG_F32)
+    cg_line(c, "mg_clip_f32(%lld, %s, %s, %s, %s);", (long long)cg_numel(y), cg_in(c, x),
+            cg_out(c, y), lo ? cg_in(c, lo) : "NULL", hi ? cg_in(c, hi) : "NULL");
+  else
+    cg_line(c, "mg_clip_any(%s, %lld, %s, %s, %s, %s);", cg_rt_dtype(x->dtype),
+            (long long)cg_numel(y), cg_vin(c, x), cg_vout(c, y), lo ? cg_vin(c, lo) : "NULL",
+            hi ? cg_vin(c, hi) : "NULL");
+  return 0;
+}
+
+/* Cast and CastLike. saturate only concerns float8 targets, which the runtime has
+ * no dtype for (cg_rt_dtype is NULL for them), so it never changes a result here. */
+static int emit_cast(cg_ctx *c, const mg_node *n, mg_dtype to) {
+  const mg_value *x = n->in[0], *y = n->out[0];
+  if (!x || !y) return cg_unsupported(c, n, "missing input or output");
+  if (!rt_dtype_ok(x->dtype) || !rt_dtype_ok(to))
+    return cg_unsupported(c, n, "cast from %s to %s", mg_dtype_name(x->dtype), mg_dtype_name(to));
+  if (y->dtype != to || cg_numel(x) != cg_numel(y))
+    return cg_unsupported(c, n, "output type differs from the target type");
+  if (cg_numel(y) == 0) return 0;
+  need_runtime(c);
+  cg_line(c, "mg_cast(%s, %s, %lld, %s, %s);", cg_rt_dtype(x->dtype), cg_rt_dtype(to),
+          (long long)cg_numel(y), cg_vin(c, x), cg_vout(c, y));
+  return 0;
+}
+int cg_emit_Cast(cg_ctx *c, const mg_node *n) {
+  return emit_cast(c, n, (mg_dtype)mg_attr_int(n, "to", 0));
+}
+int cg_emit_CastLike(cg_ctx *c, const mg_node *n) {
+  if (n->n_in < 2 || !n->in[1]) return cg_unsupported(c, n, "missing target_type input");
+  return emit_cast(c, n, n->in[1]->dtype);
+}
+
+/* ---------------------------------------------------------------- binary */
+
+/* Whether mg_binary_f32 computes rt_op (see mg_rt_elementwise.h). */
+static int f32_kernel_op(const char *rt_op) {
+  static const char *const ops[] = {"MG_BIN_ADD", "MG_BIN_SUB", "MG_BIN_MUL",
+                                    "MG_BIN_DIV", "MG_BIN_POW", "MG_BIN_FMOD",
+                                    "MG_BIN_MAX", "MG_BIN_MIN", "MG_BIN_PRELU"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(ops[i], rt_op)) return 1;
+  return 0;
+}
+
+/* Emits out = a op b over the walk (strides of a, b in w->strides[ia], [ib]); a_expr
+ * and b_expr replace cg_in() when given (the running result of a variadic op).
+ * Returns -1 after cg_unsupported if an activation would need the generic kernel. */
+static int emit_binary_call(cg_ctx *c, const mg_node *n, const char *rt_op, const ew_walk *w,
+                            const mg_value *a, const char *a_expr, int ia, const mg_value *b,
+                            const char *b_expr, int ib, const mg_value *y, const cg_act *act) {
+  const char *shape = cg_i64s(c, w->shape, w->rank);
+  const char *sa = cg_i64s(c, w->strides[ia], w->rank), *sb = cg_i64s(c, w->strides[ib], w->rank);
+  char fa[40], fb[40];
+  if (a->dtype == MG_F32 && b->dtype == MG_F32 && y->dtype == MG_F32 && f32_kernel_op(rt_op)) {
+    cg_line(c, "mg_binary_f32(%s, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s);", rt_op, w->rank, shape,
+            a_expr ? a_expr : cg_in(c, a), sa, b_expr ? b_expr : cg_in(c, b), sb, cg_out(c, y),
+            act->act, flit(fa, act->a), flit(fb, act->b));
+  } else {
+    if (strcmp(act->act, "MG_ACT_NONE"))
+      return cg_unsupported(c, n, "fused activation on a non-float32 kernel");
+    cg_line(c, "mg_binary_any(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", rt_op,
+            cg_rt_dtype(a->dtype), cg_rt_dtype(b->dtype), cg_rt_dtype(y->dtype), w->rank, shape,
+            a_expr ? a_expr : cg_vin(c, a), sa, b_expr ? b_expr : cg_vin(c, b), sb, cg_vout(c, y));
+  }
+  return 0;
+}
+
+/* The runtime op and dtype rules of a two-input op; NULL after cg_unsupported. */
+static const char *binary_op(cg_ctx *c, const mg_node *n, mg_dtype ta, mg_dtype tb) {
+  const int cls = dtype_class(ta);
+  const char *rt = NULL;
+  int types = T_FLOAT | T_INT, same = 1;
+  switch (n->op) {
+  case MG_OP_Add: case MG_OP_Sum: case MG_OP_Mean: rt = "MG_BIN_ADD"; break;
+  case MG_OP_Sub: rt = "MG_BIN_SUB"; break;
+  case MG_OP_Mul: rt = "MG_BIN_MUL"; break;
+  case MG_OP_Div: rt = "MG_BIN_DIV"; break;
+  case MG_OP_Pow: rt = "MG_BIN_POW"; same = 0; break;
+  case MG_OP_Max: rt = "MG_BIN_MAX"; break;
+  case MG_OP_Min: rt = "MG_BIN_MIN"; break;
+  case MG_OP_PRelu: rt = "MG_BIN_PRELU"; break;
+  case MG_OP_Mod:
+    if (mg_attr_int(n, "fmod", 0)) {
+      rt = "MG_BIN_FMOD";
+    } else {
+      /* ONNX requires fmod=1 for floats */
+      if (cls == T_FLOAT) { cg_unsupported(c, n, "Mod of %s with fmod=0", mg_dtype_name(ta)); return NULL; }
+      rt = "MG_BIN_MOD";
+    }
+    break;
+  case MG_OP_BitShift: {
+    const char *dir = mg_attr_str(n, "direction", "");
+    if (!strcmp(dir, "LEFT")) rt = "MG_BIN_SHIFT_LEFT";
+    else if (!strcmp(dir, "RIGHT")) rt = "MG_BIN_SHIFT_RIGHT";
+    else { cg_unsupported(c, n, "attribute direction='%s'", dir); return NULL; }
+    types = T_INT;
+    break;
+  }
+  case MG_OP_BitwiseAnd: rt = "MG_BIN_BITWISE_AND"; types = T_INT; break;
+  case MG_OP_BitwiseOr: rt = "MG_BIN_BITWISE_OR"; types = T_INT; break;
+  case MG_OP_BitwiseXor: rt = "MG_BIN_BITWISE_XOR"; types = T_INT; break;
+  case MG_OP_And: rt = "MG_BIN_AND"; types = T_BOOL; break;
+  case MG_OP_Or: rt = "MG_BIN_OR"; types = T_BOOL; break;
+  case MG_OP_Xor: rt = "MG_BIN_XOR"; types = T_BOOL; break;
+  case MG_OP_Equal: rt = "MG_BIN_EQUAL"; types = T_FLOAT | T_INT | T_BOOL; break;
+  case MG_OP_Greater: rt = "MG_BIN_GREATER"; break;
+  case MG_OP_GreaterOrEqual: rt = "MG_BIN_GREATER_EQUAL"; break;
+  case MG_OP_Less: rt = "MG_BIN_LESS"; break;
+  case MG_OP_LessOrEqual: rt = "MG_BIN_LESS_EQUAL"; break;
+  default: cg_unsupported(c, n, "not an elementwise binary op"); return NULL;
+  }
+  if ((n->op == MG_OP_Sum || n->op == MG_OP_Mean) && cls != T_FLOAT) types = T_FLOAT;
+  if (!(cls & types) || !rt_dtype_ok(ta) || !rt_dtype_ok(tb) || (same && ta != tb) ||
+      (!same && !is_numeric(tb))) {
+    cg_unsupported(c, n, "dtypes %s, %s", mg_dtype_name(ta), mg_dtype_name(tb));
+    return NULL;
+  }
+  return rt;
+}
+
+/* The expected output dtype of a binary op: bool for comparisons, else input 0's. */
+static mg_dtype binary_out_dtype(const mg_node *n, mg_dtype ta) {
+  switch (n->op) {
+  case MG_OP_Equal: case MG_OP_Greater: case MG_OP_GreaterOrEqual: case MG_OP_Less:
+  case MG_OP_LessOrEqual:
+    return MG_BOOL;
+  default: return ta;
+  }
+}
+
+/* Two-input ops (also PRelu, whose slope broadcasts to X like any numpy input). */
+static int emit_binary(cg_ctx *c, const mg_node *n) {
+  const mg_value *a = n->in[0], *b = n->n_in > 1 ? n->in[1] : NULL, *y = n->out[0];
+  const mg_value *ins[2];
+  const char *rt;
+  ew_walk w;
+  cg_act act;
+  if (!a || !b || !y) return cg_unsupported(c, n, "missing input or output");
+  if (!(rt = binary_op(c, n, a->dtype, b->dtype))) return -1;
+  if (y->dtype != binary_out_dtype(n, a->dtype)) return cg_unsupported(c, n, "unexpected output dtype");
+  ins[0] = a;
+  ins[1] = b;
+  if (make_walk(c, n, y, ins, 2, &w) || get_act(c, n, &act)) return -1;
+  if (w.numel == 0) return 0;
+  need_runtime(c);
+  return emit_binary_call(c, n, rt, &w, a, NULL, 0, b, NULL, 1, y, &act);
+}
+
+#define BINARY_EMITTER(Op) \
+  int cg_emit_##Op(cg_ctx *c, const mg_node *n) { return emit_binary(c, n); }
+BINARY_EMITTER(Add)
+BINARY_EMITTER(Sub)
+BINARY_EMITTER(Mul)
+BINARY_EMITTER(Div)
+BINARY_EMITTER(Pow)
+BINARY_EMITTER(Mod)
+BINARY_EMITTER(BitShift)
+BINARY_EMITTER(BitwiseAnd)
+BINARY_EMITTER(BitwiseOr)
+BINARY_EMITTER(BitwiseXor)
+BINARY_EMITTER(And)
+BINARY_EMITTER(Or)
+BINARY_EMITTER(Xor)
+BINARY_EMITTER(Equal)
+BINARY_EMITTER(Greater)
+BINARY_EMITTER(GreaterOrEqual)
+BINARY_EMITTER(Less)
+BINARY_EMITTER(LessOrEqual)
+BINARY_EMITTER(PRelu)
+#undef BINARY_EMITTER
+
+/* The divisor of Mean, one element of dtype t, as a file-scope constant's name. */
+static const char *mean_divisor(cg_ctx *c, mg_dtype t, int count) {
+  switch (t) {
+  case MG_F32: { const float f = (float)count; return cg_f32s(c, &f, 1); }
+  case MG_F64: return cg_static(c, "double", "%d.0", count);
+  case MG_F16: return cg_static(c, "uint16_t", "%u", (unsigned)mg_f32_to_f16((float)count));
+  default: return cg_static(c, "uint16_t", "%u", (unsigned)mg_f32_to_bf16((float)count));
+  }
+}
+
+/* The value whose buffer v shares: v itself, or the source of the views (Reshape
+ * and friends, which the driver aliases) it was made from. */
+static const mg_value *buffer_root(const mg_value *v) {
+  while (v->producer && v->producer->n_in > 0 && v->producer->in[0]) {
+    switch (v->producer->op) {
+    case MG_OP_Reshape: case MG_OP_Flatten: case MG_OP_Squeeze: case MG_OP_Unsqueeze:
+    case MG_OP_Identity: case MG_OP_Dropout:
+      v = v->producer->in[0];
+      continue;
+    default: return v;
+    }
+  }
+  return v;
+}
+
+/* Max, Min, Sum, Mean: a left fold of two-input steps into the output. The output
+ * may share input 0's buffer (CG_INPLACE), so input 0's repeats are folded in the
+ * first step, before the output is written; three or more copies of input 0 are
+ * unsupported. Mean divides by the count in a last step. The fused activation
+ * runs in the last step. */
+static int emit_variadic(cg_ctx *c, const mg_node *n) {
+  const mg_value *y = n->out[0], *order[64], *ins[2];
+  const char *rt;
+  int cnt = 0, repeats = 0;
+  cg_act act, none = {"MG_ACT_NONE", 0, 0};
+  ew_walk w;
+  if (!y || n->n_in < 1 || n->n_in > 64) return cg_unsupported(c, n, "%d inputs", n->n_in);
+  for (int i = 0; i < n->n_in; i++) {
+    if (!n->in[i]) return cg_unsupported(c, n, "missing input %d", i);
+    if (!(rt = binary_op(c, n, n->in[0]->dtype, n->in[i]->dtype))) return -1;
+  }
+  if (y->dtype != n->in[0]->dtype) return cg_unsupported(c, n, "unexpected output dtype");
+  /* input 0's buffer may become the output's: whatever reads that buffer goes first */
+  const mg_value *root0 = buffer_root(n->in[0]);
+  order[cnt++] = n->in[0];
+  for (int i = 1; i < n->n_in; i++)
+    if (buffer_root(n->in[i]) == root0) order[cnt++] = n->in[i], repeats++;
+  if (repeats > 1) return cg_unsupported(c, n, "input 0's buffer read by %d inputs", repeats + 1);
+  for (int i = 1; i < n->n_in; i++)
+    if (buffer_root(n->in[i]) != root0) order[cnt++] = n->in[i];
+  if (get_act(c, n, &act)) return -1;
+  if (cg_numel(y) == 0) return 0;
+  need_runtime(c);
+  if (cnt == 1) { /* one input: a copy (plus the activation: max(x, x) is x) */
+    ins[0] = order[0];
+    if (make_walk(c, n, y, ins, 1, &w)) return -1;
+    for (int d = 0; d < w.rank; d++) w.strides[1][d] = w.strides[0][d];
+    return emit_binary_call(c, n, "MG_BIN_MAX", &w, order[0], NULL, 0, order[0], NULL, 1, y, &act);
+  }
+  for (int i = 1; i < cnt; i++) {
+    const int last = i == cnt - 1 && n->op != MG_OP_Mean;
+    if (i == 1) {
+      ins[0] = order[0];
+      ins[1] = order[1];
+      if (make_walk(c, n, y, ins, 2, &w)) return -1;
+      if (emit_binary_call(c, n, rt, &w, order[0], NULL, 0, order[1], NULL, 1, y, last ? &act : &none))
+        return -1;
+    } else {
+      /* the running result is dense over the output shape: input 0 of the walk is y */
+      ins[0] = y;
+      ins[1] = order[i];
+      if (make_walk(c, n, y, ins, 2, &w)) return -1;
+      if (emit_binary_call(c, n, rt, &w, y, cg_out(c, y), 0, order[i], NULL, 1, y, last ? &act : &none))
+        return -1;
+    }
+  }
+  if (n->op == MG_OP_Mean) {
+    const int64_t total = cg_numel(y), one = 1, zero = 0;
+    char fa[40], fb[40];
+    const char *shape = cg_i64s(c, &total, 1), *dense = cg_i64s(c, &one, 1), *bcast = cg_i64s(c, &zero, 1);
+    const char *div = mean_divisor(c, y->dtype, cnt);
+    if (y->dtype == MG_F32)
+      cg_line(c, "mg_binary_f32(MG_BIN_DIV, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s);", shape,
+              cg_out(c, y), dense, div, bcast, cg_out(c, y), act.act, flit(fa, act.a), flit(fb, act.b));
+    else
+      cg_line(c, "mg_binary_any(MG_BIN_DIV, %s, %s, %s, 1, %s, %s, %s, &%s, %s, %s);",
+              cg_rt_dtype(y->dtype), cg_rt_dtype(y->dtype), cg_rt_dtype(y->dtype), shape,
+              cg_vout(c, y), dense, div, bcast, cg_vout(c, y));
+  }
+  return 0;
+}
+int cg_emit_Max(cg_ctx *c, const mg_node *n) { return emit_variadic(c, n); }
+int cg_emit_Min(cg_ctx *c, const mg_node *n) { return emit_variadic(c, n); }
+int cg_emit_Sum(cg_ctx *c, const mg_node *n) { return emit_variadic(c, n); }
+int cg_emit_Mean(cg_ctx *c, const mg_node *n) { return emit_variadic(c, n); }
+
+/* Where: cond (bool), x, y broadcast three ways; any element type. */
+int cg_emit_Where(cg_ctx *c, const mg_node *n) {
+  const mg_value *cond = n->in[0], *x = n->in[1], *yv = n->in[2], *out = n->out[0];
+  const mg_value *ins[3];
+  ew_walk w;
+  if (!cond || !x || !yv || !out) return cg_unsupported(c, n, "missing input or output");
+  if (cond->dtype != MG_BOOL) return cg_unsupported(c, n, "condition of dtype %s", mg_dtype_name(cond->dtype));
+  if (x->dtype != yv->dtype || out->dtype != x->dtype || !cg_ctype(x->dtype) || !mg_dtype_size(x->dtype))
+    return cg_unsupported(c, n, "dtypes %s, %s", mg_dtype_name(x->dtype), mg_dtype_name(yv->dtype));
+  ins[0] = cond;
+  ins[1] = x;
+  ins[2] = yv;
+  if (make_walk(c, n, out, ins, 3, &w)) return -1;
+  if (w.numel == 0) return 0;
+  need_runtime(c);
+  cg_line(c, "mg_where(%zu, %d, %s, %s, %s, %s, %s, %s, %s, %s);", mg_dtype_size(x->dtype), w.rank,
+          cg_i64s(c, w.shape, w.rank), cg_in(c, cond), cg_i64s(c, w.strides[0], w.rank),
+          cg_vin(c, x), cg_i64s(c, w.strides[1], w.rank), cg_vin(c, yv),
+          cg_i64s(c, w.strides[2], w.rank), cg_vout(c, out));
+  return 0;
+}

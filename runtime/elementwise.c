@@ -1,0 +1,655 @@
+/* migc CPU runtime: elementwise kernels (unary maths and activations, broadcasting
+ * binary ops and comparisons, Where, Clip, Cast, IsNaN/IsInf). Contracts in
+ * mg_rt_elementwise.h. float32 gets one loop per op so compilers vectorise it; the
+ * other dtypes share a generic element-at-a-time path. */
+#include "mg_runtime.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { MAX_RANK = 16 };
+
+/* EW_LOOP(m, y, BODY): y[k] = r for k < m, where BODY computes float r from k.
+ * gcc at -O2 (the generated Makefile's default) vectorises only loops whose trip
+ * count is a whole number of vectors and that need no run-time alias check, so for
+ * gcc the loop runs in fixed blocks through a local buffer: the block loops
+ * vectorise, and y may still equal an input (every read of a block precedes its
+ * writes). clang vectorises the plain loop at -O2 (with alias checks) and runs the
+ * blocked form slower, so it gets the plain loop. */
+#if defined(__GNUC__) && !defined(__clang__)
+enum { EW_BLOCK = 16 };
+#define EW_LOOP(m, y, BODY)                                                           \
+  do {                                                                                \
+    int64_t i0_ = 0;                                                                  \
+    for (; i0_ + EW_BLOCK <= (m); i0_ += EW_BLOCK) {                                  \
+      float t_[EW_BLOCK];                                                             \
+      int j_;                                                                         \
+      for (j_ = 0; j_ < EW_BLOCK; j_++) {                                             \
+        const int64_t k = i0_ + j_;                                                   \
+        float r;                                                                      \
+        BODY;                                                                         \
+        t_[j_] = r;                                                                   \
+      }                                                                               \
+      for (j_ = 0; j_ < EW_BLOCK; j_++) (y)[i0_ + j_] = t_[j_];                       \
+    }                                                                                 \
+    for (; i0_ < (m); i0_++) {                                                        \
+      const int64_t k = i0_;                                                          \
+      float r;                                                                        \
+      BODY;                                                                           \
+      (y)[k] = r;                                                                     \
+    }                                                                                 \
+  } while (0)
+#else
+#define EW_LOOP(m, y, BODY)                                                           \
+  do {                                                                                \
+    int64_t k;                                                                        \
+    for (k = 0; k < (m); k++) {                                                       \
+      float r;                                                                        \
+      BODY;                                                                           \
+      (y)[k] = r;                                                                     \
+    }                                                                                 \
+  } while (0)
+#endif
+
+/* ------------------------------------------------------------ element access */
+
+static int is_float_dtype(mg_rt_dtype t) {
+  return t == MG_RT_F32 || t == MG_RT_F64 || t == MG_RT_F16 || t == MG_RT_BF16;
+}
+static int is_unsigned_dtype(mg_rt_dtype t) {
+  return t == MG_RT_U8 || t == MG_RT_U16 || t == MG_RT_U32 || t == MG_RT_U64 ||
+         t == MG_RT_BOOL;
+}
+
+/* Element k of a float dtype as double. */
+static double load_f(mg_rt_dtype t, const void *p, int64_t k) {
+  switch (t) {
+  case MG_RT_F32: return ((const float *)p)[k];
+  case MG_RT_F64: return ((const double *)p)[k];
+  case MG_RT_F16: return mg_rt_f16_to_f32(((const uint16_t *)p)[k]);
+  case MG_RT_BF16: return mg_rt_bf16_to_f32(((const uint16_t *)p)[k]);
+  default: return 0.0;
+  }
+}
+
+/* Element k of an integer or bool dtype as int64 (uint64 as its bit pattern). */
+static int64_t load_i(mg_rt_dtype t, const void *p, int64_t k) {
+  switch (t) {
+  case MG_RT_I64: return ((const int64_t *)p)[k];
+  case MG_RT_U64: return (int64_t)((const uint64_t *)p)[k];
+  case MG_RT_I32: return ((const int32_t *)p)[k];
+  case MG_RT_U32: return ((const uint32_t *)p)[k];
+  case MG_RT_I16: return ((const int16_t *)p)[k];
+  case MG_RT_U16: return ((const uint16_t *)p)[k];
+  case MG_RT_I8: return ((const int8_t *)p)[k];
+  case MG_RT_U8: return ((const uint8_t *)p)[k];
+  case MG_RT_BOOL: return ((const uint8_t *)p)[k] != 0;
+  default: return 0;
+  }
+}
+
+/* Element k of any numeric dtype as double (uint64 as unsigned). */
+static double load_any_f(mg_rt_dtype t, const void *p, int64_t k) {
+  if (is_float_dtype(t)) return load_f(t, p, k);
+  if (t == MG_RT_U64) return (double)((const uint64_t *)p)[k];
+  return (double)load_i(t, p, k);
+}
+
+/* Stores v wrapped to the width of integer dtype t (bool: v != 0). */
+static void store_i(mg_rt_dtype t, void *p, int64_t k, int64_t v) {
+  switch (t) {
+  case MG_RT_I64: ((int64_t *)p)[k] = v; return;
+  case MG_RT_U64: ((uint64_t *)p)[k] = (uint64_t)v; return;
+  case MG_RT_I32: ((int32_t *)p)[k] = (int32_t)(uint32_t)v; return;
+  case MG_RT_U32: ((uint32_t *)p)[k] = (uint32_t)v; return;
+  case MG_RT_I16: ((int16_t *)p)[k] = (int16_t)(uint16_t)v; return;
+  case MG_RT_U16: ((uint16_t *)p)[k] = (uint16_t)v; return;
+  case MG_RT_I8: ((int8_t *)p)[k] = (int8_t)(uint8_t)v; return;
+  case MG_RT_U8: ((uint8_t *)p)[k] = (uint8_t)v; return;
+  case MG_RT_BOOL: ((uint8_t *)p)[k] = v != 0; return;
+  default: return;
+  }
+}
+
+/* v as a float that rounds to float16/bfloat16 exactly as v itself would: truncated
+ * toward zero with the lowest bit set when inexact (a sticky bit), so rounding
+ * double -> float -> half never rounds twice. */
+static float to_f32_sticky(double v) {
+  float f = (float)v;
+  uint32_t u;
+  if ((double)f == v || v != v || v - v != 0.0) return f; /* exact, NaN or inf */
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) != 0 && (((double)f > v) == (f > 0.0f))) u -= 1; /* toward 0 */
+  u |= 1;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* A double as int64 the defined way: NaN 0, saturating beyond int64, truncating. */
+static int64_t f64_to_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18) return INT64_MAX;
+  if (v <= -9.2233720368547758e18) return INT64_MIN;
+  return (int64_t)v;
+}
+
+/* Stores double v into element k of any dtype (floats round to nearest even; see
+ * the header for integers; bool: v != 0, so NaN is true). */
+static void store_f(mg_rt_dtype t, void *p, int64_t k, double v) {
+  switch (t) {
+  case MG_RT_F32: ((float *)p)[k] = (float)v; return;
+  case MG_RT_F64: ((double *)p)[k] = v; return;
+  case MG_RT_F16: ((uint16_t *)p)[k] = mg_rt_f32_to_f16(to_f32_sticky(v)); return;
+  case MG_RT_BF16: ((uint16_t *)p)[k] = mg_rt_f32_to_bf16(to_f32_sticky(v)); return;
+  case MG_RT_BOOL: ((uint8_t *)p)[k] = v != 0.0; return;
+  case MG_RT_U64:
+    if (v >= 9.2233720368547758e18 && v < 1.8446744073709552e19) {
+      ((uint64_t *)p)[k] = (uint64_t)v;
+      return;
+    }
+    store_i(t, p, k, f64_to_i64(v));
+    return;
+  default: store_i(t, p, k, f64_to_i64(v)); return;
+  }
+}
+
+/* Stores an integer computed with `uns` (unsigned) semantics into any dtype. */
+static void store_int_any(mg_rt_dtype t, void *p, int64_t k, int64_t v, int uns) {
+  if (is_float_dtype(t))
+    store_f(t, p, k, uns ? (double)(uint64_t)v : (double)v);
+  else
+    store_i(t, p, k, v);
+}
+
+/* --------------------------------------------------------------------- unary */
+
+#define UNARY_LOOP(EXPR) EW_LOOP(n, y, const float v = x[k]; r = (EXPR))
+
+/* erf(v) as a rational function of v on [-4, 4] (erf is +-1 in float beyond): no
+ * branches or calls, so loops of it vectorise, and it agrees with erf to a few
+ * float ulps (the unit test checks it against double erf). NaN stays NaN. */
+static float erf_fast(float v) {
+  const float x = v > 4.0f ? 4.0f : (v < -4.0f ? -4.0f : v), x2 = x * x;
+  float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
+  p = x2 * p + -2.10102402082508e-06f;
+  p = x2 * p + -5.69250639462346e-05f;
+  p = x2 * p + -7.34990630326855e-04f;
+  p = x2 * p + -2.95459980854025e-03f;
+  p = x2 * p + -1.60960333262415e-02f;
+  q = x2 * q + -1.68282697438203e-03f;
+  q = x2 * q + -7.37332916720468e-03f;
+  q = x2 * q + -1.42647390514189e-02f;
+  return x * p / q;
+}
+
+static float softplus_f(float v) { return (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))); }
+
+void mg_unary_f32(mg_unop op, int64_t n, const float *x, float *y, float a, float b) {
+  int64_t i;
+  switch (op) {
+  case MG_UN_IDENTITY: if (x != y) memmove(y, x, (size_t)n * sizeof(float)); return;
+  case MG_UN_ABS: UNARY_LOOP(fabsf(v)); return;
+  case MG_UN_NEG: UNARY_LOOP(-v); return;
+  case MG_UN_RELU: UNARY_LOOP(v < 0.0f ? 0.0f : v); return;
+  case MG_UN_LEAKY_RELU: UNARY_LOOP(v >= 0.0f ? v : a * v); return;
+  case MG_UN_SIGMOID: UNARY_LOOP(1.0f / (1.0f + expf(-v))); return;
+  case MG_UN_TANH: UNARY_LOOP(tanhf(v)); return;
+  case MG_UN_EXP: UNARY_LOOP(expf(v)); return;
+  case MG_UN_LOG: UNARY_LOOP(logf(v)); return;
+  case MG_UN_SQRT: UNARY_LOOP(sqrtf(v)); return;
+  case MG_UN_ERF: UNARY_LOOP(erf_fast(v)); return;
+  case MG_UN_RECIPROCAL: UNARY_LOOP(1.0f / v); return;
+  /* 1 + erf(z) as erfc(-z): no cancellation for negative v, where 1 + erf(z)
+   * would lose most digits of the small result */
+  case MG_UN_GELU: UNARY_LOOP(0.5f * v * erfcf(-v * 0.70710678118654752f)); return;
+  case MG_UN_GELU_TANH:
+    UNARY_LOOP(0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v))));
+    return;
+  case MG_UN_HARDSIGMOID: {
+    UNARY_LOOP(a * v + b < 0.0f ? 0.0f : (a * v + b > 1.0f ? 1.0f : a * v + b));
+    return;
+  }
+  case MG_UN_HARDSWISH: {
+    UNARY_LOOP(v * (v / 6.0f + 0.5f < 0.0f ? 0.0f : (v / 6.0f + 0.5f > 1.0f ? 1.0f : v / 6.0f + 0.5f)));
+    return;
+  }
+  case MG_UN_ELU: UNARY_LOOP(v >= 0.0f ? v : a * (expf(v) - 1.0f)); return;
+  case MG_UN_SELU: UNARY_LOOP(b * (v > 0.0f ? v : a * (expf(v) - 1.0f))); return;
+  case MG_UN_CELU: {
+    UNARY_LOOP((v > 0.0f ? v : 0.0f) + fminf(0.0f, a * (expf(v / a) - 1.0f)));
+    return;
+  }
+  case MG_UN_SOFTPLUS: UNARY_LOOP(softplus_f(v)); return;
+  case MG_UN_SOFTSIGN: UNARY_LOOP(v / (1.0f + fabsf(v))); return;
+  case MG_UN_MISH: UNARY_LOOP(v * tanhf(softplus_f(v))); return;
+  case MG_UN_SHRINK: UNARY_LOOP(v < -a ? v + b : (v > a ? v - b : 0.0f)); return;
+  case MG_UN_THRESHOLDED_RELU: UNARY_LOOP(v > a ? v : 0.0f); return;
+  case MG_UN_FLOOR: UNARY_LOOP(floorf(v)); return;
+  case MG_UN_CEIL: UNARY_LOOP(ceilf(v)); return;
+  case MG_UN_ROUND: UNARY_LOOP(nearbyintf(v)); return; /* half to even by default */
+  case MG_UN_SIGN: UNARY_LOOP(v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : v)); return;
+  case MG_UN_SIN: UNARY_LOOP(sinf(v)); return;
+  case MG_UN_COS: UNARY_LOOP(cosf(v)); return;
+  case MG_UN_TAN: UNARY_LOOP(tanf(v)); return;
+  case MG_UN_ASIN: UNARY_LOOP(asinf(v)); return;
+  case MG_UN_ACOS: UNARY_LOOP(acosf(v)); return;
+  case MG_UN_ATAN: UNARY_LOOP(atanf(v)); return;
+  case MG_UN_SINH: UNARY_LOOP(sinhf(v)); return;
+  case MG_UN_COSH: UNARY_LOOP(coshf(v)); return;
+  case MG_UN_ASINH: UNARY_LOOP(asinhf(v)); return;
+  case MG_UN_ACOSH: UNARY_LOOP(acoshf(v)); return;
+  case MG_UN_ATANH: UNARY_LOOP(atanhf(v)); return;
+  case MG_UN_BITWISE_NOT: case MG_UN_NOT: /* not float ops: zeros, as documented */
+    for (i = 0; i < n; i++) y[i] = 0.0f;
+    return;
+  }
+}
+#undef UNARY_LOOP
+
+/* One float op in double (for float64, float16 and bfloat16). */
+static double unary_d(mg_unop op, double v, double a, double b) {
+  switch (op) {
+  case MG_UN_IDENTITY: return v;
+  case MG_UN_ABS: return fabs(v);
+  case MG_UN_NEG: return -v;
+  case MG_UN_RELU: return v < 0 ? 0.0 : v;
+  case MG_UN_LEAKY_RELU: return v >= 0 ? v : a * v;
+  case MG_UN_SIGMOID: return v >= 0 ? 1 / (1 + exp(-v)) : exp(v) / (1 + exp(v));
+  case MG_UN_TANH: return tanh(v);
+  case MG_UN_EXP: return exp(v);
+  case MG_UN_LOG: return log(v);
+  case MG_UN_SQRT: return sqrt(v);
+  case MG_UN_ERF: return erf(v);
+  case MG_UN_RECIPROCAL: return 1 / v;
+  case MG_UN_GELU: return 0.5 * v * erfc(-v / sqrt(2.0));
+  case MG_UN_GELU_TANH:
+    return 0.5 * v * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+  case MG_UN_HARDSIGMOID: return fmax(0, fmin(1, a * v + b));
+  case MG_UN_HARDSWISH: return v * fmax(0, fmin(1, v / 6 + 0.5));
+  case MG_UN_ELU: return v >= 0 ? v : a * (exp(v) - 1);
+  case MG_UN_SELU: return b * (v > 0 ? v : a * (exp(v) - 1));
+  case MG_UN_CELU: return (v > 0 ? v : 0) + fmin(0, a * (exp(v / a) - 1));
+  case MG_UN_SOFTPLUS: return (v > 0 ? v : 0) + log1p(exp(-fabs(v)));
+  case MG_UN_SOFTSIGN: return v / (1 + fabs(v));
+  case MG_UN_MISH: return v * tanh((v > 0 ? v : 0) + log1p(exp(-fabs(v))));
+  case MG_UN_SHRINK: return v < -a ? v + b : v > a ? v - b : 0;
+  case MG_UN_THRESHOLDED_RELU: return v > a ? v : 0;
+  case MG_UN_FLOOR: return floor(v);
+  case MG_UN_CEIL: return ceil(v);
+  case MG_UN_ROUND: return nearbyint(v);
+  case MG_UN_SIGN: return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
+  case MG_UN_SIN: return sin(v);
+  case MG_UN_COS: return cos(v);
+  case MG_UN_TAN: return tan(v);
+  case MG_UN_ASIN: return asin(v);
+  case MG_UN_ACOS: return acos(v);
+  case MG_UN_ATAN: return atan(v);
+  case MG_UN_SINH: return sinh(v);
+  case MG_UN_COSH: return cosh(v);
+  case MG_UN_ASINH: return asinh(v);
+  case MG_UN_ACOSH: return acosh(v);
+  case MG_UN_ATANH: return atanh(v);
+  case MG_UN_BITWISE_NOT: case MG_UN_NOT: return 0;
+  }
+  return 0;
+}
+
+/* One integer op with 64-bit wraparound; uns: the dtype is unsigned. */
+static int64_t unary_i(mg_unop op, int64_t v, int uns) {
+  switch (op) {
+  case MG_UN_ABS: return !uns && v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
+  case MG_UN_NEG: return (int64_t)(0 - (uint64_t)v);
+  case MG_UN_SIGN: return uns ? v != 0 : (v > 0) - (v < 0);
+  case MG_UN_RELU: return !uns && v < 0 ? 0 : v;
+  case MG_UN_BITWISE_NOT: return ~v;
+  case MG_UN_NOT: return !v;
+  case MG_UN_IDENTITY: case MG_UN_CEIL: case MG_UN_FLOOR: case MG_UN_ROUND: return v;
+  default: return 0;
+  }
+}
+
+void mg_unary_any(mg_unop op, mg_rt_dtype t, int64_t n, const void *x, void *y,
+                  float a, float b) {
+  int64_t i;
+  if (t == MG_RT_F32) {
+    mg_unary_f32(op, n, (const float *)x, (float *)y, a, b);
+  } else if (is_float_dtype(t)) {
+    for (i = 0; i < n; i++) store_f(t, y, i, unary_d(op, load_f(t, x, i), a, b));
+  } else {
+    const int uns = is_unsigned_dtype(t);
+    for (i = 0; i < n; i++) store_i(t, y, i, unary_i(op, load_i(t, x, i), uns));
+  }
+}
+
+/* ------------------------------------------------------------- binary float32 */
+
+/* One row of m outputs: y[k] = ACT(EXPR(u = a[k*sa], v = b[k*sb])), with the
+ * common stride patterns as loops of their own so that they vectorise. */
+#define BINARY_STRIDES(EXPR, ACT)                                                     \
+  do {                                                                                \
+    if (sa == 1 && sb == 1) {                                                         \
+      EW_LOOP(m, y, const float u = a[k]; const float v = b[k]; r = (EXPR); ACT);     \
+    } else if (sa == 1 && sb == 0) {                                                  \
+      const float v = b[0];                                                           \
+      EW_LOOP(m, y, const float u = a[k]; r = (EXPR); ACT);                           \
+    } else if (sa == 0 && sb == 1) {                                                  \
+      const float u = a[0];                                                           \
+      EW_LOOP(m, y, const float v = b[k]; r = (EXPR); ACT);                           \
+    } else {                                                                          \
+      EW_LOOP(m, y, const float u = a[k * sa]; const float v = b[k * sb]; r = (EXPR); ACT); \
+    }                                                                                 \
+  } while (0)
+/* Relu and Clip (Relu6) run inside the loop; other activations after it. */
+#define BINARY_ROW(EXPR)                                                              \
+  do {                                                                                \
+    if (act == MG_ACT_RELU) BINARY_STRIDES(EXPR, r = r < 0.0f ? 0.0f : r);             \
+    else if (act == MG_ACT_CLIP) BINARY_STRIDES(EXPR, r = r < lo ? lo : (r > hi ? hi : r)); \
+    else BINARY_STRIDES(EXPR, (void)0);                                               \
+  } while (0)
+
+/* One row of the float32 binary op with the in-loop activations (RELU, CLIP with
+ * bounds lo, hi); any other act is left to the caller. */
+static void binary_row_f32(mg_binop op, int64_t m, const float *a, int64_t sa,
+                           const float *b, int64_t sb, float *y, mg_act act, float lo, float hi) {
+  int64_t i;
+  switch (op) {
+  case MG_BIN_ADD: BINARY_ROW(u + v); return;
+  case MG_BIN_SUB: BINARY_ROW(u - v); return;
+  case MG_BIN_MUL: BINARY_ROW(u * v); return;
+  case MG_BIN_DIV: BINARY_ROW(u / v); return;
+  case MG_BIN_POW:
+    /* x^2 (LayerNorm's variance as exported at opset < 17): u * u is the same
+     * correctly rounded result as powf, at memory speed */
+    if (sb == 0 && b[0] == 2.0f) BINARY_ROW(((void)v, u * u));
+    else BINARY_ROW(powf(u, v));
+    return;
+  case MG_BIN_FMOD: BINARY_ROW(fmodf(u, v)); return;
+  /* NaN in either input gives NaN: u when u is NaN, else v when v is */
+  case MG_BIN_MAX: BINARY_ROW(u > v || u != u ? u : v); return;
+  case MG_BIN_MIN: BINARY_ROW(u < v || u != u ? u : v); return;
+  case MG_BIN_PRELU: BINARY_ROW(u < 0.0f ? u * v : u); return;
+  default: /* not a float32 op (see the header): zeros */
+    for (i = 0; i < m; i++) y[i] = 0.0f;
+    return;
+  }
+}
+#undef BINARY_ROW
+
+/* Advances the odometer over dims [0, rank-1) (the last dim is the row); adds the
+ * step to each offset. Returns 0 once every row is done. */
+static int next_row(int rank, const int64_t *shape, int64_t *idx, int n_in,
+                    const int64_t *const *strides, int64_t *off) {
+  int d, k;
+  for (d = rank - 2; d >= 0; d--) {
+    idx[d]++;
+    for (k = 0; k < n_in; k++) off[k] += strides[k][d];
+    if (idx[d] < shape[d]) return 1;
+    for (k = 0; k < n_in; k++) off[k] -= strides[k][d] * shape[d];
+    idx[d] = 0;
+  }
+  return 0;
+}
+
+static int64_t count(int rank, const int64_t *shape) {
+  int64_t total = 1;
+  int d;
+  for (d = 0; d < rank; d++) total *= shape[d];
+  return total;
+}
+
+void mg_binary_f32(mg_binop op, int rank, const int64_t *shape, const float *a,
+                   const int64_t *a_strides, const float *b, const int64_t *b_strides,
+                   float *y, mg_act act, float act_a, float act_b) {
+  int64_t idx[MAX_RANK] = {0}, off[2] = {0, 0}, yo = 0;
+  const int64_t *strides[2];
+  const int64_t m = shape[rank - 1];
+  strides[0] = a_strides;
+  strides[1] = b_strides;
+  if (count(rank, shape) == 0) return;
+  do {
+    binary_row_f32(op, m, a + off[0], a_strides[rank - 1], b + off[1], b_strides[rank - 1],
+                   y + yo, act, act_a, act_b);
+    /* the other activations run on the row while it is in cache */
+    if (act != MG_ACT_NONE && act != MG_ACT_RELU && act != MG_ACT_CLIP)
+      mg_bias_act(y + yo, 1, (int)m, (int)m, NULL, act, act_a, act_b);
+    yo += m;
+  } while (next_row(rank, shape, idx, 2, strides, off));
+}
+
+/* --------------------------------------------------------------- binary any */
+
+static double binary_d(mg_binop op, double u, double v) {
+  switch (op) {
+  case MG_BIN_ADD: return u + v;
+  case MG_BIN_SUB: return u - v;
+  case MG_BIN_MUL: return u * v;
+  case MG_BIN_DIV: return u / v;
+  case MG_BIN_POW: return pow(u, v);
+  case MG_BIN_FMOD: return fmod(u, v);
+  case MG_BIN_MOD: { /* Python's: the sign of the divisor */
+    double r = fmod(u, v);
+    return r != 0 && ((r < 0) != (v < 0)) ? r + v : r;
+  }
+  case MG_BIN_MAX: return u != u || v != v ? u + v : u > v ? u : v;
+  case MG_BIN_MIN: return u != u || v != v ? u + v : u < v ? u : v;
+  case MG_BIN_PRELU: return u < 0 ? u * v : u;
+  case MG_BIN_EQUAL: return u == v;
+  case MG_BIN_GREATER: return u > v;
+  case MG_BIN_GREATER_EQUAL: return u >= v;
+  case MG_BIN_LESS: return u < v;
+  case MG_BIN_LESS_EQUAL: return u <= v;
+  case MG_BIN_AND: return u != 0 && v != 0;
+  case MG_BIN_OR: return u != 0 || v != 0;
+  case MG_BIN_XOR: return (u != 0) != (v != 0);
+  default: return 0;
+  }
+}
+
+/* Integer base to a non-negative integer power, wrapping mod 2^64. */
+static uint64_t ipow(uint64_t base, uint64_t e) {
+  uint64_t acc = 1;
+  while (e) {
+    if (e & 1) acc *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return acc;
+}
+
+static int64_t binary_i(mg_binop op, int64_t a, int64_t b, int uns) {
+  const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  switch (op) {
+  case MG_BIN_ADD: return (int64_t)(ua + ub);
+  case MG_BIN_SUB: return (int64_t)(ua - ub);
+  case MG_BIN_MUL: return (int64_t)(ua * ub);
+  case MG_BIN_DIV:
+    if (b == 0) return 0;
+    if (uns) return (int64_t)(ua / ub);
+    return a == INT64_MIN && b == -1 ? a : a / b;
+  case MG_BIN_MOD: case MG_BIN_FMOD: {
+    int64_t r;
+    if (b == 0) return 0;
+    if (uns) return (int64_t)(ua % ub);
+    r = a == INT64_MIN && b == -1 ? 0 : a % b;
+    if (op == MG_BIN_MOD && r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
+  case MG_BIN_POW:
+    if (!uns && b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    return (int64_t)ipow(ua, ub);
+  case MG_BIN_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
+  case MG_BIN_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
+  case MG_BIN_BITWISE_AND: return a & b;
+  case MG_BIN_BITWISE_OR: return a | b;
+  case MG_BIN_BITWISE_XOR: return a ^ b;
+  case MG_BIN_AND: return a && b;
+  case MG_BIN_OR: return a || b;
+  case MG_BIN_XOR: return !a != !b;
+  case MG_BIN_MAX: return uns ? (int64_t)(ua > ub ? ua : ub) : (a > b ? a : b);
+  case MG_BIN_MIN: return uns ? (int64_t)(ua < ub ? ua : ub) : (a < b ? a : b);
+  case MG_BIN_PRELU: return !uns && a < 0 ? (int64_t)(ua * ub) : a;
+  case MG_BIN_EQUAL: return a == b;
+  case MG_BIN_GREATER: return uns ? ua > ub : a > b;
+  case MG_BIN_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
+  case MG_BIN_LESS: return uns ? ua < ub : a < b;
+  case MG_BIN_LESS_EQUAL: return uns ? ua <= ub : a <= b;
+  }
+  return 0;
+}
+
+void mg_binary_any(mg_binop op, mg_rt_dtype ta, mg_rt_dtype tb, mg_rt_dtype ty,
+                   int rank, const int64_t *shape, const void *a,
+                   const int64_t *a_strides, const void *b, const int64_t *b_strides,
+                   void *y) {
+  int64_t idx[MAX_RANK] = {0}, off[2] = {0, 0}, yo = 0, i;
+  const int64_t *strides[2];
+  const int64_t m = shape[rank - 1], sa = a_strides[rank - 1], sb = b_strides[rank - 1];
+  const int uns = is_unsigned_dtype(ta);
+  /* float maths when the base is a float, or (POW) when the exponent is */
+  const int in_float = is_float_dtype(ta) || is_float_dtype(tb);
+  const int int_result = !is_float_dtype(ta) && ty == ta; /* POW int ** float */
+  if (ta == MG_RT_F32 && tb == MG_RT_F32 && ty == MG_RT_F32 &&
+      (op == MG_BIN_ADD || op == MG_BIN_SUB || op == MG_BIN_MUL || op == MG_BIN_DIV ||
+       op == MG_BIN_POW || op == MG_BIN_FMOD || op == MG_BIN_MAX || op == MG_BIN_MIN ||
+       op == MG_BIN_PRELU)) {
+    mg_binary_f32(op, rank, shape, (const float *)a, a_strides, (const float *)b, b_strides,
+                  (float *)y, MG_ACT_NONE, 0.0f, 0.0f);
+    return;
+  }
+  strides[0] = a_strides;
+  strides[1] = b_strides;
+  if (count(rank, shape) == 0) return;
+  do {
+    for (i = 0; i < m; i++) {
+      const int64_t ka = off[0] + i * sa, kb = off[1] + i * sb;
+      if (in_float) {
+        double r = binary_d(op, load_any_f(ta, a, ka), load_any_f(tb, b, kb));
+        if (int_result) r = trunc(r);
+        store_f(ty, y, yo + i, r);
+      } else {
+        store_int_any(ty, y, yo + i, binary_i(op, load_i(ta, a, ka), load_i(tb, b, kb), uns), uns);
+      }
+    }
+    yo += m;
+  } while (next_row(rank, shape, idx, 2, strides, off));
+}
+
+/* -------------------------------------------------------------------- Where */
+
+#define WHERE_ROW(T)                                                                  \
+  do {                                                                                \
+    const T *xs = (const T *)x + off[1], *ys = (const T *)y + off[2];                 \
+    T *os = (T *)out + oo;                                                            \
+    for (i = 0; i < m; i++) os[i] = c[i * sc] ? xs[i * sx] : ys[i * sy];              \
+  } while (0)
+
+void mg_where(size_t elem_size, int rank, const int64_t *shape, const uint8_t *cond,
+              const int64_t *cond_strides, const void *x, const int64_t *x_strides,
+              const void *y, const int64_t *y_strides, void *out) {
+  int64_t idx[MAX_RANK] = {0}, off[3] = {0, 0, 0}, oo = 0, i;
+  const int64_t *strides[3];
+  const int64_t m = shape[rank - 1], sc = cond_strides[rank - 1];
+  const int64_t sx = x_strides[rank - 1], sy = y_strides[rank - 1];
+  strides[0] = cond_strides;
+  strides[1] = x_strides;
+  strides[2] = y_strides;
+  if (count(rank, shape) == 0) return;
+  do {
+    const uint8_t *c = cond + off[0];
+    switch (elem_size) {
+    case 1: WHERE_ROW(uint8_t); break;
+    case 2: WHERE_ROW(uint16_t); break;
+    case 4: WHERE_ROW(uint32_t); break;
+    case 8: WHERE_ROW(uint64_t); break;
+    default:
+      for (i = 0; i < m; i++) {
+        const unsigned char *src = c[i * sc]
+            ? (const unsigned char *)x + (size_t)(off[1] + i * sx) * elem_size
+            : (const unsigned char *)y + (size_t)(off[2] + i * sy) * elem_size;
+        memmove((unsigned char *)out + (size_t)(oo + i) * elem_size, src, elem_size);
+      }
+      break;
+    }
+    oo += m;
+  } while (next_row(rank, shape, idx, 3, strides, off));
+}
+#undef WHERE_ROW
+
+/* --------------------------------------------------------------------- Clip */
+
+void mg_clip_f32(int64_t n, const float *x, float *y, const float *lo, const float *hi) {
+  const float l = lo ? *lo : -HUGE_VALF, h = hi ? *hi : HUGE_VALF;
+  /* max then min, as ONNX (numpy.clip): with l > h everything becomes h */
+  EW_LOOP(n, y, const float v = x[k]; const float t = v < l ? l : v; r = v != v ? v : (t > h ? h : t));
+}
+
+void mg_clip_any(mg_rt_dtype t, int64_t n, const void *x, void *y, const void *lo,
+                 const void *hi) {
+  int64_t i;
+  if (t == MG_RT_F32) {
+    mg_clip_f32(n, (const float *)x, (float *)y, (const float *)lo, (const float *)hi);
+  } else if (is_float_dtype(t)) {
+    const double l = lo ? load_f(t, lo, 0) : -HUGE_VAL, h = hi ? load_f(t, hi, 0) : HUGE_VAL;
+    for (i = 0; i < n; i++) {
+      const double v = load_f(t, x, i), c = v < l ? l : v;
+      store_f(t, y, i, v != v ? v : (c > h ? h : c));
+    }
+  } else {
+    const int uns = is_unsigned_dtype(t);
+    for (i = 0; i < n; i++) {
+      int64_t v = load_i(t, x, i);
+      if (lo && binary_i(MG_BIN_LESS, v, load_i(t, lo, 0), uns)) v = load_i(t, lo, 0);
+      if (hi && binary_i(MG_BIN_GREATER, v, load_i(t, hi, 0), uns)) v = load_i(t, hi, 0);
+      store_i(t, y, i, v);
+    }
+  }
+}
+
+/* --------------------------------------------------------------------- Cast */
+
+void mg_cast(mg_rt_dtype from, mg_rt_dtype to, int64_t n, const void *x, void *y) {
+  int64_t i;
+  /* the hot pairs get loops of their own */
+  if (from == to) {
+    if (x != y) memmove(y, x, (size_t)n * mg_rt_dtype_size(from));
+  } else if (from == MG_RT_F32 && to == MG_RT_F16) {
+    for (i = 0; i < n; i++) ((uint16_t *)y)[i] = mg_rt_f32_to_f16(((const float *)x)[i]);
+  } else if (from == MG_RT_F16 && to == MG_RT_F32) {
+    for (i = 0; i < n; i++) ((float *)y)[i] = mg_rt_f16_to_f32(((const uint16_t *)x)[i]);
+  } else if (from == MG_RT_I64 && to == MG_RT_F32) {
+    /* through double, as the reference interpreter converts */
+    for (i = 0; i < n; i++) ((float *)y)[i] = (float)(double)((const int64_t *)x)[i];
+  } else if (from == MG_RT_BOOL && to == MG_RT_F32) {
+    for (i = 0; i < n; i++) ((float *)y)[i] = ((const uint8_t *)x)[i] ? 1.0f : 0.0f;
+  } else if (is_float_dtype(from)) {
+    for (i = 0; i < n; i++) store_f(to, y, i, load_f(from, x, i));
+  } else if (is_float_dtype(to)) {
+    for (i = 0; i < n; i++) store_f(to, y, i, load_any_f(from, x, i));
+  } else {
+    for (i = 0; i < n; i++) store_i(to, y, i, load_i(from, x, i));
+  }
+}
+
+/* -------------------------------------------------------------- IsNaN, IsInf */
+
+void mg_isnan(mg_rt_dtype t, int64_t n, const void *x, uint8_t *y) {
+  int64_t i;
+  if (t == MG_RT_F32) {
+    for (i = 0; i < n; i++) y[i] = ((const float *)x)[i] != ((const float *)x)[i];
+  } else {
+    for (i = 0; i < n; i++) {
+      const double v = load_f(t, x, i);
+      y[i] = v != v;
+    }
+  }
+}
+
+void mg_isinf(mg_rt_dtype t, int64_t n, const void *x, uint8_t *y, int detect_negative,
+              int detect_positive) {
+  int64_t i;
+  for (i = 0; i < n; i++) {
+    const double v = load_f(t, x, i);
+    y[i] = (detect_positive && v == HUGE_VAL) || (detect_negative && v == -HUGE_VAL);
+  }
+}
