@@ -32,6 +32,13 @@ for m in $models; do
   else bad "$name: $(grep -c '^FAIL' "$work/$name.check") check(s) failed"; grep '^FAIL' "$work/$name.check" | head -5; fi
 done
 
+# two inputs (int64 tokens, float features) and two outputs: input_0/input_1, output_0/output_1
+rm -rf "$work/tokens"
+if $PY $TOOL tests.fixtures.parity_models:tokens_and_features --input-shape 2x9 --input-shape 2x9x16 \
+     --input-dtype int64 --input-dtype float32 --input-high 100 --perturb -o "$work/tokens" >"$work/tokens.log" 2>&1 &&
+   $PY $CHECK "$work/tokens" >"$work/tokens.check" 2>&1; then ok "int + float inputs, two outputs: $(tail -1 "$work/tokens.check")"
+else bad "int + float inputs, two outputs: $(tail -1 "$work/tokens.log") $(grep '^FAIL' "$work/tokens.check" 2>/dev/null | head -3)"; fi
+
 # a TorchScript file stands in for PKG.MODULE:FACTORY (scripted: no forward hooks)
 $PY - "$work/c1d.pt" <<'EOF'
 import sys, torch
