@@ -212,7 +212,8 @@ def flatten(value):
 
 
 def to_numpy(t):
-    return t.detach().cpu().contiguous().numpy()
+    """A copy: numpy views of .grad tensors would see later accumulation."""
+    return t.detach().cpu().contiguous().numpy().copy()
 
 
 # --- the reference run -------------------------------------------------------
@@ -249,7 +250,7 @@ def record_modules(model):
     return store, remove
 
 
-def run_reference(model, xs, gen, grad_dtype):
+def run_reference(model, target, xs, gen, grad_dtype):
     """Forward with hooks, seeded cotangents, backward; returns a dict.
 
     Keys: outputs (list of tensors), modules (dict), cotangents (list,
@@ -283,24 +284,36 @@ def run_reference(model, xs, gen, grad_dtype):
             cots.append(None)
 
     if grad_dtype == "float64":
-        grads = gradients(copy.deepcopy(model), xs, cots, torch.float64)
+        grads = gradients(float64_copy(model, target), xs, cots,
+                          torch.float64)
     else:
         grads = gradients(model, xs, cots, torch.float32, outs, xin)
     return dict(outputs=[to_numpy(o) for o in outs], modules=store,
                 cotangents=cots, **grads)
 
 
+def float64_copy(model, target):
+    """An independent float64 copy of the model, in eval().
+
+    copy.deepcopy of a loaded ScriptModule shares state with the original
+    (a backward through the copy accumulated into the original's .grad), so
+    a TorchScript model is loaded again from its file instead.
+    """
+    if isinstance(model, torch.jit.ScriptModule):
+        fresh = torch.jit.load(target, map_location="cpu")
+        fresh.load_state_dict(model.state_dict())
+        return fresh.double().eval()
+    return copy.deepcopy(model).double().eval()
+
+
 def gradients(model, xs, cots, dtype, outs=None, xin=None):
     """Gradients of sum_k (out_k.double() * cot_k).sum() in eval mode.
 
-    dtype float64 casts model and float inputs up (the model is modified:
-    pass a copy).  outs/xin: a float32 forward already run on xin with
+    dtype float64: pass a float64_copy(); float inputs are cast up.  outs/xin: a float32 forward already run on xin with
     autograd on, reused instead of running the model again.
     Returns grads_inputs (None for int inputs), grads_params, no_grad_path
     (parameters that do not reach the outputs: zero gradient), loss.
     """
-    if dtype == torch.float64:
-        model = model.double().eval()
     if outs is None:
         with torch.enable_grad():
             xin = [x.detach().to(dtype).requires_grad_()
@@ -325,6 +338,7 @@ def gradients(model, xs, cots, dtype, outs=None, xin=None):
                                           dtype=to_numpy(p).dtype)
         else:
             grads_params[name] = to_numpy(p.grad)
+        p.grad = None  # a later backward (gradient_stability) starts clean
     grads_inputs = []
     for x in xin:
         if not x.is_floating_point():
@@ -378,7 +392,7 @@ def rel_norm(a, b):
     return d / nb if nb > 0 else (0.0 if d == 0 else float("inf"))
 
 
-def gradient_stability(model, xs, ref, in_names, grad_dtype):
+def gradient_stability(model, target, xs, ref, in_names, grad_dtype):
     """How far float32 gradients are from float64 ones, and why.
 
     A float32 forward puts a few activations on the other side of a
@@ -388,13 +402,12 @@ def gradient_stability(model, xs, ref, in_names, grad_dtype):
     reimplementation flips different elements, so this figure is the floor
     below which gradient tolerances cannot go.  Returns a JSON-able dict.
     """
-    f64 = copy.deepcopy(model).double().eval()
+    f64 = float64_copy(model, target)
     if grad_dtype == "float64":
         other = gradients(model, xs, ref["cotangents"], torch.float32)
         g32, g64 = other, ref
     else:
-        other = gradients(copy.deepcopy(f64), xs, ref["cotangents"],
-                          torch.float64)
+        other = gradients(f64, xs, ref["cotangents"], torch.float64)
         g32, g64 = ref, other
     params = sorted(((rel_norm(g32["grads_params"][n],
                                g64["grads_params"][n]), n)
@@ -549,7 +562,7 @@ def run(args):
     t0 = time.time()
     cgen = torch.Generator().manual_seed(args.seed + 2)
     try:
-        ref = run_reference(model, xs, cgen, args.grad_dtype)
+        ref = run_reference(model, args.model, xs, cgen, args.grad_dtype)
     except UsageError:
         raise
     except Exception as e:
@@ -575,8 +588,8 @@ def run(args):
     if not args.no_stability:
         t0 = time.time()
         try:
-            stability = gradient_stability(model, xs, ref, in_names,
-                                           args.grad_dtype)
+            stability = gradient_stability(model, args.model, xs, ref,
+                                           in_names, args.grad_dtype)
         except Exception as e:  # a diagnostic: never fatal
             log("note: gradient stability not measured: %s: %s" % (
                 type(e).__name__, str(e).strip().splitlines()[0]
