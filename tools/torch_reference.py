@@ -212,8 +212,7 @@ def flatten(value):
 
 
 def to_numpy(t):
-    # a copy: a later in-place op (ReLU(inplace=True) after a BatchNorm) must
-    # not rewrite what the hook recorded
+    """A copy: numpy views of .grad tensors would see later accumulation."""
     return t.detach().cpu().contiguous().numpy().copy()
 
 
@@ -251,7 +250,7 @@ def record_modules(model):
     return store, remove
 
 
-def run_reference(model, xs, gen, grad_dtype):
+def run_reference(model, target, xs, gen, grad_dtype):
     """Forward with hooks, seeded cotangents, backward; returns a dict.
 
     Keys: outputs (list of tensors), modules (dict), cotangents (list,
@@ -284,27 +283,53 @@ def run_reference(model, xs, gen, grad_dtype):
         else:
             cots.append(None)
 
-    gmodel, gx = model, xin
     if grad_dtype == "float64":
-        gmodel = copy.deepcopy(model).double().eval()
-        with torch.enable_grad():
-            gx = [x.detach().double().requires_grad_() if x.is_floating_point()
-                  else x for x in xs]
-            gouts = flatten(gmodel(*gx))
+        grads = gradients(float64_copy(model, target), xs, cots,
+                          torch.float64)
     else:
-        gouts = outs
-    params = [(n, p) for n, p in gmodel.named_parameters() if p.requires_grad]
+        grads = gradients(model, xs, cots, torch.float32, outs, xin)
+    return dict(outputs=[to_numpy(o) for o in outs], modules=store,
+                cotangents=cots, **grads)
+
+
+def float64_copy(model, target):
+    """An independent float64 copy of the model, in eval().
+
+    copy.deepcopy of a loaded ScriptModule shares state with the original
+    (a backward through the copy accumulated into the original's .grad), so
+    a TorchScript model is loaded again from its file instead.
+    """
+    if isinstance(model, torch.jit.ScriptModule):
+        fresh = torch.jit.load(target, map_location="cpu")
+        fresh.load_state_dict(model.state_dict())
+        return fresh.double().eval()
+    return copy.deepcopy(model).double().eval()
+
+
+def gradients(model, xs, cots, dtype, outs=None, xin=None):
+    """Gradients of sum_k (out_k.double() * cot_k).sum() in eval mode.
+
+    dtype float64: pass a float64_copy(); float inputs are cast up.  outs/xin: a float32 forward already run on xin with
+    autograd on, reused instead of running the model again.
+    Returns grads_inputs (None for int inputs), grads_params, no_grad_path
+    (parameters that do not reach the outputs: zero gradient), loss.
+    """
+    if outs is None:
+        with torch.enable_grad():
+            xin = [x.detach().to(dtype).requires_grad_()
+                   if x.is_floating_point() else x for x in xs]
+            outs = flatten(model(*xin))
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     for _, p in params:
         p.grad = None
     with torch.enable_grad():
-        terms = [(o.double() * c).sum() for o, c in zip(gouts, cots)
+        terms = [(o.double() * c).sum() for o, c in zip(outs, cots)
                  if c is not None]
         if not terms:
             raise UsageError("model has no floating-point output to "
                              "differentiate")
         loss = torch.stack(terms).sum()
         loss.backward()
-
     grads_params, no_grad_path = {}, []
     for name, p in params:
         if p.grad is None:
@@ -313,18 +338,99 @@ def run_reference(model, xs, gen, grad_dtype):
                                           dtype=to_numpy(p).dtype)
         else:
             grads_params[name] = to_numpy(p.grad)
+        p.grad = None  # a later backward (gradient_stability) starts clean
     grads_inputs = []
-    for x in gx:
+    for x in xin:
         if not x.is_floating_point():
             grads_inputs.append(None)
         elif x.grad is None:  # the input does not reach the outputs
             grads_inputs.append(np.zeros(tuple(x.shape), to_numpy(x).dtype))
         else:
             grads_inputs.append(to_numpy(x.grad))
-    return dict(outputs=[to_numpy(o) for o in outs], modules=store,
-                cotangents=[None if c is None else to_numpy(c) for c in cots],
-                grads_inputs=grads_inputs, grads_params=grads_params,
+    return dict(grads_inputs=grads_inputs, grads_params=grads_params,
                 no_grad_path=no_grad_path, loss=float(loss))
+
+
+def kink_masks(model, xs, dtype):
+    """Which side of the kink each ReLU/ReLU6/Hardtanh/(P|Leaky)ReLU input is on.
+
+    Runs the model (float inputs cast to dtype) with forward pre-hooks, so
+    in-place activations are seen before they overwrite their input.
+    Returns {module path: bool tensor (inside the linear region)}.
+    """
+    masks, handles = {}, []
+    kinked = (torch.nn.ReLU, torch.nn.Hardtanh, torch.nn.LeakyReLU,
+              torch.nn.PReLU)
+
+    def hook_for(path, mod):
+        if isinstance(mod, torch.nn.Hardtanh):  # ReLU6 is one
+            lo, hi = mod.min_val, mod.max_val
+        else:
+            lo, hi = 0.0, float("inf")
+
+        def hook(m, inputs):
+            masks.setdefault(path, (inputs[0] > lo) & (inputs[0] < hi))
+        return hook
+
+    for path, mod in model.named_modules():
+        if isinstance(mod, kinked):
+            handles.append(mod.register_forward_pre_hook(hook_for(path, mod)))
+    try:
+        with torch.enable_grad():
+            model(*[x.to(dtype) if x.is_floating_point() else x for x in xs])
+    finally:
+        for h in handles:
+            h.remove()
+    return masks
+
+
+def rel_norm(a, b):
+    """||a - b|| / ||b|| in float64 (0 when both are zero)."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    nb = float(np.linalg.norm(b))
+    d = float(np.linalg.norm(a - b))
+    return d / nb if nb > 0 else (0.0 if d == 0 else float("inf"))
+
+
+def gradient_stability(model, target, xs, ref, in_names, grad_dtype):
+    """How far float32 gradients are from float64 ones, and why.
+
+    A float32 forward puts a few activations on the other side of a
+    ReLU/ReLU6 kink than exact arithmetic would; each such flip changes
+    the gradient by a finite amount (one flip in 6.1M ReLU6 inputs moves
+    mobilenet_v2's gradients by ~0.4% in norm).  Any float32
+    reimplementation flips different elements, so this figure is the floor
+    below which gradient tolerances cannot go.  Returns a JSON-able dict.
+    """
+    f64 = float64_copy(model, target)
+    if grad_dtype == "float64":
+        other = gradients(model, xs, ref["cotangents"], torch.float32)
+        g32, g64 = other, ref
+    else:
+        other = gradients(f64, xs, ref["cotangents"], torch.float64)
+        g32, g64 = ref, other
+    params = sorted(((rel_norm(g32["grads_params"][n],
+                               g64["grads_params"][n]), n)
+                     for n in g64["grads_params"]), reverse=True)
+    a_all = np.concatenate([g.ravel() for g in g32["grads_params"].values()]
+                           or [np.zeros(0)])
+    b_all = np.concatenate([g.ravel() for g in g64["grads_params"].values()]
+                           or [np.zeros(0)])
+    inputs = {n: rel_norm(a, b) for n, a, b in
+              zip(in_names, g32["grads_inputs"], g64["grads_inputs"])
+              if a is not None}
+    m32 = kink_masks(model, xs, torch.float32)
+    m64 = kink_masks(f64, xs, torch.float64)
+    flips = {p: int((m32[p] != m64[p]).sum()) for p in m32 if p in m64}
+    return {
+        "compared": "float32 model vs float64 copy, ||g32 - g64|| / ||g64||",
+        "params_all": rel_norm(a_all, b_all) if a_all.size else 0.0,
+        "params_max": params[0][0] if params else 0.0,
+        "params_worst": [[n, r] for r, n in params[:5]],
+        "inputs": inputs,
+        "kink_elements": sum(int(m.numel()) for m in m32.values()),
+        "kink_flips": {p: c for p, c in flips.items() if c},
+    }
 
 
 # --- writing -----------------------------------------------------------------
@@ -411,6 +517,9 @@ def main(argv=None):
                     default="float32",
                     help="float32: gradients of the float32 model (default);"
                     " float64: of a float64 copy")
+    ap.add_argument("--no-stability", action="store_true",
+                    help="skip the float32-vs-float64 gradient comparison "
+                    "(ref.json grad_stability)")
     ap.add_argument("-o", dest="out", required=True, metavar="DIR")
     ap.add_argument("--warnings", action="store_true",
                     help="show torch's export warnings")
@@ -453,7 +562,7 @@ def run(args):
     t0 = time.time()
     cgen = torch.Generator().manual_seed(args.seed + 2)
     try:
-        ref = run_reference(model, xs, cgen, args.grad_dtype)
+        ref = run_reference(model, args.model, xs, cgen, args.grad_dtype)
     except UsageError:
         raise
     except Exception as e:
@@ -474,6 +583,30 @@ def run(args):
         log("note: %d parameter(s) do not reach the outputs (zero gradient):"
             " %s" % (len(ref["no_grad_path"]),
                      ", ".join(ref["no_grad_path"][:8])))
+
+    stability = None
+    if not args.no_stability:
+        t0 = time.time()
+        try:
+            stability = gradient_stability(model, args.model, xs, ref,
+                                           in_names, args.grad_dtype)
+        except Exception as e:  # a diagnostic: never fatal
+            log("note: gradient stability not measured: %s: %s" % (
+                type(e).__name__, str(e).strip().splitlines()[0]
+                if str(e).strip() else ""))
+        if stability:
+            flips = stability["kink_flips"]
+            log("gradient stability (%.1fs): float32 vs float64 %.2g over "
+                "all parameters, worst tensor %.2g (%s)%s; %d kink flip(s)"
+                " in %d ReLU-type inputs%s" % (
+                    time.time() - t0, stability["params_all"],
+                    stability["params_max"],
+                    stability["params_worst"][0][0]
+                    if stability["params_worst"] else "-",
+                    "".join(", input %s %.2g" % kv
+                            for kv in stability["inputs"].items()),
+                    sum(flips.values()), stability["kink_elements"],
+                    " (%s)" % ", ".join(list(flips)[:4]) if flips else ""))
 
     os.makedirs(args.out, exist_ok=True)
     for fname, preserve in (("model.onnx", False),
@@ -502,7 +635,7 @@ def run(args):
     for name, o, c in zip(out_names, outs, ref["cotangents"]):
         members["outputs/" + name] = o
         if c is not None:
-            members["cotangents/" + name] = c
+            members["cotangents/" + name] = to_numpy(c)
     for key, arr in ref["modules"].items():
         members["modules/" + key] = arr
     for name, g in zip(in_names, ref["grads_inputs"]):
@@ -533,6 +666,7 @@ def run(args):
         "opset": OPSET,
         "onnx": {"default": "model.onnx", "preserve": "model_preserve.onnx"},
         "params_without_grad_path": ref["no_grad_path"],
+        "grad_stability": stability,
         "module_outputs": len(ref["modules"]),
         "numpy_version": np.__version__,
     }
