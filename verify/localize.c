@@ -367,7 +367,10 @@ static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
         in->m = c->vm[v->id];
         in->known = 1;
         copy_str(in->source, sizeof in->source, "trace");
-      } else copy_str(in->source, sizeof in->source, v->kind == MG_V_NODE ? "not traced" : "constant");
+      } else
+        copy_str(in->source, sizeof in->source, v->kind == MG_V_NODE   ? "not traced (fused or a view)"
+                                                : v->kind == MG_V_INIT ? "parameter (not traced)"
+                                                                       : "constant");
       if (v->producer) loc_module_path(v->producer->name, in->module, sizeof in->module);
     }
     return 1;

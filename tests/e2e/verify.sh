@@ -148,8 +148,21 @@ if command -v cc > /dev/null; then
   rm -f "$cout/cpu/runner"
   check "a Conv's padding changed in the generated C: exit 1" status_is 1 "$MIGC" verify "$cout" \
     --reference "$work/cnn/ref.npz" --backend c
-  check "... localised through the runner's trace, or said why not" says "first diverging node: '/features/conv2/Conv'\|localisation: the runner failed with --trace" \
+  check "... localised through the runner's trace: the Conv, its input agreeing" says \
+    "input '/features/relu/Relu_output_0' \[features.relu\] (trace): .*cosine 1.0000" \
     "$MIGC" verify "$cout" --reference "$work/cnn/ref.npz" --backend c
+  check "... naming the Conv" says "first diverging node: '/features/conv2/Conv' (Conv), torch module 'features.conv2'" \
+    "$MIGC" verify "$cout" --reference "$work/cnn/ref.npz" --backend c
+
+  # LayerNorm epsilon 1e-7 in the generated C (1e-5 is 0x1.4f8b58p-17f there)
+  lout=$work/tinyout
+  "$MIGC" convert "$ref/model_preserve.onnx" -o "$lout" > /dev/null 2>&1
+  sed -i 's/0x1\.4f8b58p-17f/1e-7f/' "$lout/cpu/model.c"
+  check "a LayerNorm epsilon of 1e-7 in the generated C: exit 1" status_is 1 "$MIGC" verify "$lout" \
+    --reference "$ref/ref.npz" --backend c
+  check "... naming the LayerNormalization" says \
+    "first diverging node: '/norm/LayerNormalization' (LayerNormalization), torch module 'norm'" \
+    "$MIGC" verify "$lout" --reference "$ref/ref.npz" --backend c
 
   # The trace comparison, with a stand-in for the runner's --trace mode: the real
   # runner computes the outputs; `migc run` on a copy of the model whose every node
