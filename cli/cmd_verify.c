@@ -195,9 +195,10 @@ static void group_gradients(vctx *v) {
     int seen = 0;
     for (int k = 0; k < i; k++) seen |= v->res[k].kind == V_PARAM_GRAD && !strcmp(v->res[k].group, v->res[i].group);
     if (seen) continue;
-    char gname[600];
-    snprintf(gname, sizeof gname, "%s", v->res[i].group[0] ? v->res[i].group : "(root)");
-    vresult *grp = add_result(v, V_GROUP, gname, v->res[i].group);
+    char gname[600], prefix[512]; /* copies: add_result may move v->res */
+    snprintf(prefix, sizeof prefix, "%s", v->res[i].group);
+    snprintf(gname, sizeof gname, "%s", prefix[0] ? prefix : "(root)");
+    vresult *grp = add_result(v, V_GROUP, gname, prefix);
     if (!grp) return;
     parity_group acc;
     parity_group_init(&acc);
@@ -211,7 +212,7 @@ static void group_gradients(vctx *v) {
       if (p->status != V_PASS && !why[0]) snprintf(why, sizeof why, "%.200s: %.300s", p->name, p->why);
       failed += p->status == V_FAIL;
       errors += p->status == V_ERROR;
-      if (p->compared) parity_group_add(&acc, p->got, p->ref, &p->m);
+      if (p->compared) parity_group_add(&acc, p->own.data ? &p->own : p->got, p->ref, &p->m);
     }
     parity_group_finish(&acc, &grp->m);
     grp->compared = acc.members > 0;
@@ -339,10 +340,9 @@ static int compare_gradients(vctx *v) {
         snprintf(r->why, sizeof r->why, "cannot transpose the gradient of %s", r->init);
         continue;
       }
-      r->got = &r->own;
     }
     r->ref = ref;
-    judge(v, r, r->got, ref, 1);
+    judge(v, r, r->own.data ? &r->own : r->got, ref, 1);
   }
   group_gradients(v);
   return 0;

@@ -32,8 +32,9 @@ typedef struct {
   int compared;     /* metrics are valid */
   int members;      /* groups: parameters in the group */
   char why[768];    /* reason for a failure or an error */
-  const mg_array *got, *ref; /* parameter gradients, kept for grouping */
-  mg_array own;     /* an owned transposed copy of got, when needed */
+  const mg_array *got, *ref; /* parameter gradients, kept for grouping (into v->grads, v->ref) */
+  mg_array own;     /* an owned transposed copy of got, used instead of it when set
+                       (never pointed to: the rows move when the array grows) */
 } vresult;
 
 typedef struct {
