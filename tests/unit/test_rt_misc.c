@@ -316,7 +316,7 @@ static void test_quantize_examples(void **state) {
   mg_quant_params p = {1, 1, 8, MG_RT_F32, MG_RT_F32, MG_RT_U8};
   mg_quantize_linear(&p, x, &s, &z, y);
   assert_memory_equal(y, want, 8);
-  p.x_t = MG_RT_I32; /* int32 input goes through the generic path */
+  p.x_t = MG_RT_I32, p.inner = 4; /* int32 input goes through the generic path */
   const int32_t xi[4] = {1, 3, 5, -600};
   mg_quantize_linear(&p, xi, &s, &z, y);
   assert_true(y[0] == 128 && y[1] == 130 && y[2] == 130 && y[3] == 0);
