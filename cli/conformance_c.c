@@ -94,6 +94,8 @@ static int shape_operand(const mg_node *n, int k) {
     return k >= 1;
   case MG_OP_ConstantOfShape: case MG_OP_Range:
     return 1;
+  case MG_OP_MaxUnpool: /* output_shape */
+    return k == 2;
   default:
     return 0;
   }
