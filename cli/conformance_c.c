@@ -86,7 +86,7 @@ static int shape_operand(const mg_node *n, int k) {
   switch (n->op) {
   case MG_OP_Reshape: case MG_OP_Expand: case MG_OP_Tile: case MG_OP_Pad: case MG_OP_TopK: case MG_OP_Squeeze:
   case MG_OP_Unsqueeze: case MG_OP_Split: case MG_OP_OneHot: case MG_OP_CumSum: case MG_OP_Trilu:
-  case MG_OP_CenterCropPad: case MG_OP_ReduceL1: case MG_OP_ReduceL2: case MG_OP_ReduceLogSum:
+  case MG_OP_CenterCropPad: case MG_OP_SplitToSequence: case MG_OP_ReduceL1: case MG_OP_ReduceL2: case MG_OP_ReduceLogSum:
   case MG_OP_ReduceLogSumExp: case MG_OP_ReduceMax: case MG_OP_ReduceMean: case MG_OP_ReduceMin:
   case MG_OP_ReduceProd: case MG_OP_ReduceSum: case MG_OP_ReduceSumSquare:
     return k >= 1;
@@ -94,6 +94,8 @@ static int shape_operand(const mg_node *n, int k) {
     return k >= 1;
   case MG_OP_ConstantOfShape: case MG_OP_Range:
     return 1;
+  case MG_OP_MaxUnpool: /* output_shape */
+    return k == 2;
   default:
     return 0;
   }
@@ -141,6 +143,37 @@ static int bind_int_inputs(mg_model *m, const mg_array *in, int n_in, char *boun
   return any;
 }
 
+/* Shape overrides, from set 0's data, for the tensor inputs whose declared shape
+ * is not static (a test runs one shape, so its C code may be specialised to it).
+ * Returns their count (names strdup'ed: free with free_shapes), or -1. */
+static int data_shapes(const mg_model *m, const mg_array *in, int n_in, mg_shape_override *ov) {
+  int n = 0;
+  for (int i = 0; i < m->graph->n_inputs && n < 64; i++) {
+    const mg_value *v = m->graph->inputs[i];
+    if (v->vtype != MG_VT_TENSOR || (v->shape.rank >= 0 && mg_shape_is_static(&v->shape))) continue;
+    for (int j = 0; j < n_in; j++)
+      if (in[j].name && !strcmp(in[j].name, v->name) && in[j].rank <= MG_MAX_RANK) {
+        ov[n].name = strdup(v->name); /* outlives the model */
+        if (!ov[n].name) {
+          while (n--) free((char *)ov[n].name);
+          return -1;
+        }
+        ov[n].shape.rank = in[j].rank;
+        for (int r = 0; r < in[j].rank; r++) {
+          ov[n].shape.d[r].v = in[j].dims[r];
+          ov[n].shape.d[r].sym = NULL;
+        }
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
+static void free_shapes(mg_shape_override *ov, int n) {
+  for (int i = 0; i < n; i++) free((char *)ov[i].name);
+}
+
 static const char *first_unsupported(const mg_diags *d) {
   for (size_t i = 0; i < d->count; i++)
     if (d->items[i].code == MG_D_UNSUPPORTED) return d->items[i].message;
@@ -154,6 +187,8 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
   mg_model *m = NULL;
   char why[2048] = "", bound[64] = {0};
   result r = R_PASS;
+  mg_shape_override ov[64];
+  int n_ov = 0;
   if (onnx_import(model_path, &d, &m) || mg_prepare(m, NULL, 0, &d)) r = R_FAIL;
   for (int i = 0; r == R_PASS && i < m->graph->n_inputs + m->graph->n_outputs; i++) {
     const mg_value *v = i < m->graph->n_inputs ? m->graph->inputs[i] : m->graph->outputs[i - m->graph->n_inputs];
@@ -167,7 +202,8 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     mg_model_free(m);
     m = NULL;
     if (onnx_import(model_path, &d, &m) || m->graph->n_inputs > 64 ||
-        bind_int_inputs(m, ins[0], n_ins[0], bound) < 0 || mg_prepare(m, NULL, 0, &d))
+        bind_int_inputs(m, ins[0], n_ins[0], bound) < 0 || (n_ov = data_shapes(m, ins[0], n_ins[0], ov)) < 0 ||
+        mg_prepare(m, ov, n_ov, &d))
       r = R_FAIL;
   }
   if (r == R_FAIL) {
@@ -210,6 +246,7 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     for (int i = 0; i < t.n_out && t.out_names; i++) free(t.out_names[i]);
     free(t.in_names);
     free(t.out_names);
+    free_shapes(ov, n_ov);
     return;
   }
   /* keep the sets whose bound inputs equal set 0's, inputs in run-time order */
@@ -226,6 +263,12 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
           for (int r2 = 0; r2 < t.n_in; r2++) is_bound &= strcmp(t.in_names[r2], ins[0][k].name) != 0;
           if (is_bound && (ins[s][j].nbytes != ins[0][k].nbytes || memcmp(ins[s][j].data, ins[0][k].data, ins[0][k].nbytes)))
             same = 0;
+        }
+    for (int j = 0; j < n_ins[s] && same; j++)
+      for (int k = 0; k < n_ov; k++)
+        if (ins[s][j].name && !strcmp(ins[s][j].name, ov[k].name)) {
+          same = ins[s][j].rank == ov[k].shape.rank;
+          for (int r2 = 0; same && r2 < ov[k].shape.rank; r2++) same = ins[s][j].dims[r2] == ov[k].shape.d[r2].v;
         }
     mg_array *ordered = mg_calloc((size_t)t.n_in + 1, sizeof(mg_array));
     int ok = same && ordered;
@@ -256,6 +299,7 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     q->tests = realloc(q->tests, sizeof *q->tests * (size_t)q->cap);
   }
   q->tests[q->n++] = t;
+  free_shapes(ov, n_ov);
 }
 
 /* Runs argv with stdout/stderr to log_path; returns the exit status, or -1. */

@@ -7,6 +7,7 @@
  * the node's output: a disagreement means this file and the reference semantics
  * differ, so it is reported as unsupported rather than emitted. Only float32 is
  * supported; 1-D windows run as 2-D ones with H = 1. */
+#include "c_nn3d.h"
 #include "c_nn_util.h"
 
 #include <math.h>
@@ -126,7 +127,7 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
   xr = cg_dims(x, xd);
   wr = cg_dims(w, wd);
-  if (xr == 5) return cg_unsupported(c, n, "3-D convolution");
+  if (xr >= 5) return nd_emit_conv(c, n); /* 3+ spatial dims: c_nn3d.c */
   if (xr < 3 || xr > 4 || wr != xr) return cg_unsupported(c, n, "X and W must both be 3-D or 4-D");
   if (G < 1 || xd[1] % G || wd[1] * G != xd[1] || wd[0] % G)
     return cg_unsupported(c, n, "channels do not match group %lld", (long long)G);
@@ -169,7 +170,7 @@ int cg_emit_ConvTranspose(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
   xr = cg_dims(x, xd);
   wr = cg_dims(w, wd);
-  if (xr == 5) return cg_unsupported(c, n, "3-D ConvTranspose");
+  if (xr >= 5) return nd_emit_conv_transpose(c, n); /* c_nn3d.c */
   if (xr < 3 || xr > 4 || wr != xr) return cg_unsupported(c, n, "X and W must both be 3-D or 4-D");
   nd = xr - 2;
   if (G < 1 || xd[1] % G || wd[0] != xd[1])
@@ -247,14 +248,13 @@ static int emit_pool(cg_ctx *c, const mg_node *n, int kind) {
   char fp[40];
   const char *prm, *fn;
   int64_t p = kind == POOL_LP ? mg_attr_int(n, "p", 2) : 2;
+  /* 3+ spatial dims, other dtypes and MaxPool's Indices: c_nn3d.c */
+  if (cg_dims(x, xd) >= 5 || !nn_is_f32(x) || (kind == POOL_MAX && n->n_out > 1 && n->out[1]))
+    return nd_emit_pool(c, n, kind == POOL_MAX ? ND_POOL_MAX : kind == POOL_AVG ? ND_POOL_AVG : ND_POOL_LP);
   if (!nn_is_f32(x) || !nn_is_f32(y))
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
-  /* storage_order only changes the Indices output, which is not supported */
-  if (kind == POOL_MAX && n->n_out > 1 && n->out[1])
-    return cg_unsupported(c, n, "the Indices output of MaxPool");
   xr = cg_dims(x, xd);
   nd = xr - 2;
-  if (xr == 5) return cg_unsupported(c, n, "3-D pooling");
   if (xr < 3 || xr > 4) return cg_unsupported(c, n, "input rank %d", xr);
   if (mg_attr_ints(n, "kernel_shape", &ks) != (size_t)nd)
     return cg_unsupported(c, n, "kernel_shape must have %d values", nd);

@@ -70,6 +70,14 @@ struct cg_ctx {
 };
 
 int cg_lower(mg_model *m, const cg_options *o, cg_report *r, mg_diags *d);
+/* Rewrites static sequences and optionals into tensor ops (cg_lower_seq.c) and
+ * Gradient nodes into explicit backward ops (cg_lower_grad.c); each adds the
+ * nodes it rewrote to *changed and returns 0, or -1 with a diagnostic. */
+int cg_lower_sequences(mg_model *m, mg_diags *d, int *changed);
+int cg_lower_gradients(mg_model *m, mg_diags *d, int *changed);
+/* Inlines If (constant condition, or both branches as a Where) and unrolls Scan
+ * with a static length (cg_lower_ctrl.c); same contract. */
+int cg_lower_control(mg_model *m, mg_diags *d, int *changed);
 /* Fusion decisions (act, silu_mul, absorbed, redirect) and the plan (place,
  * buffers, arena_bytes, lower_bound, weights_bytes). */
 int cg_fuse(cg_ctx *c, cg_report *r);

@@ -189,6 +189,10 @@ static int fold_bns(mg_model *m, int *count) {
 }
 
 int cg_lower(mg_model *m, const cg_options *o, cg_report *r, mg_diags *d) {
+  int rewritten = 0;
+  if (cg_lower_control(m, d, &rewritten) || cg_lower_gradients(m, d, &rewritten) ||
+      cg_lower_sequences(m, d, &rewritten))
+    return -1;
   if (fold_graph_nodes(m, &r->n_folded) || pass_fold_constants(m) < 0 || pass_dce(m) < 0) goto oom;
   if (!o->no_fold_bn && fold_bns(m, &r->n_bn_folded)) goto oom;
   if (pass_dce(m) < 0) goto oom;

@@ -61,55 +61,84 @@ static int is_unsigned_dtype(mg_rt_dtype t) {
          t == MG_RT_BOOL;
 }
 
+/* Element access for the generic (non-float32) paths goes through const tables of
+ * per-dtype functions indexed by dtype, not through switches: a switch inlined into
+ * an element loop lets compilers unswitch and clone the loop once per dtype and op
+ * (minutes of compile time for no run-time gain); a table lookup is one indirect
+ * call they leave alone. */
+typedef double (*load_f64_fn)(const void *p, int64_t k);
+typedef int64_t (*load_i64_fn)(const void *p, int64_t k);
+typedef void (*store_i64_fn)(void *p, int64_t k, int64_t v);
+typedef void (*store_f64_fn)(void *p, int64_t k, double v);
+
+#define LOAD_F64(name, T, EXPR) \
+  static double name(const void *p, int64_t k) { const T x = ((const T *)p)[k]; return (EXPR); }
+LOAD_F64(ldf_f32, float, x)
+LOAD_F64(ldf_f64, double, x)
+LOAD_F64(ldf_f16, uint16_t, mg_rt_f16_to_f32(x))
+LOAD_F64(ldf_bf16, uint16_t, mg_rt_bf16_to_f32(x))
+LOAD_F64(ldf_i8, int8_t, (double)x)
+LOAD_F64(ldf_i16, int16_t, (double)x)
+LOAD_F64(ldf_i32, int32_t, (double)x)
+LOAD_F64(ldf_i64, int64_t, (double)x)
+LOAD_F64(ldf_u8, uint8_t, (double)x)
+LOAD_F64(ldf_u16, uint16_t, (double)x)
+LOAD_F64(ldf_u32, uint32_t, (double)x)
+LOAD_F64(ldf_u64, uint64_t, (double)x)
+LOAD_F64(ldf_bool, uint8_t, x != 0)
+static double ldf_none(const void *p, int64_t k) { (void)p; (void)k; return 0.0; }
+
+#define LOAD_I64(name, T, EXPR) \
+  static int64_t name(const void *p, int64_t k) { const T x = ((const T *)p)[k]; return (EXPR); }
+LOAD_I64(ldi_i8, int8_t, x)
+LOAD_I64(ldi_i16, int16_t, x)
+LOAD_I64(ldi_i32, int32_t, x)
+LOAD_I64(ldi_i64, int64_t, x)
+LOAD_I64(ldi_u8, uint8_t, x)
+LOAD_I64(ldi_u16, uint16_t, x)
+LOAD_I64(ldi_u32, uint32_t, x)
+LOAD_I64(ldi_u64, uint64_t, (int64_t)x)
+LOAD_I64(ldi_bool, uint8_t, x != 0)
+static int64_t ldi_none(const void *p, int64_t k) { (void)p; (void)k; return 0; }
+
+/* Stores wrap v to the width of the integer dtype (bool: v != 0). */
+#define STORE_I64(name, T, EXPR) \
+  static void name(void *p, int64_t k, int64_t v) { ((T *)p)[k] = (EXPR); }
+STORE_I64(sti_i8, int8_t, (int8_t)(uint8_t)v)
+STORE_I64(sti_i16, int16_t, (int16_t)(uint16_t)v)
+STORE_I64(sti_i32, int32_t, (int32_t)(uint32_t)v)
+STORE_I64(sti_i64, int64_t, v)
+STORE_I64(sti_u8, uint8_t, (uint8_t)v)
+STORE_I64(sti_u16, uint16_t, (uint16_t)v)
+STORE_I64(sti_u32, uint32_t, (uint32_t)v)
+STORE_I64(sti_u64, uint64_t, (uint64_t)v)
+STORE_I64(sti_bool, uint8_t, v != 0)
+static void sti_none(void *p, int64_t k, int64_t v) { (void)p; (void)k; (void)v; }
+
+/* Indexed by mg_rt_dtype (ONNX numbering, 0..16). */
+static const load_f64_fn load_f64_of[17] = {
+    ldf_none, ldf_f32, ldf_u8, ldf_i8, ldf_u16, ldf_i16, ldf_i32, ldf_i64, ldf_none,
+    ldf_bool, ldf_f16, ldf_f64, ldf_u32, ldf_u64, ldf_none, ldf_none, ldf_bf16};
+static const load_i64_fn load_i64_of[17] = {
+    ldi_none, ldi_none, ldi_u8, ldi_i8, ldi_u16, ldi_i16, ldi_i32, ldi_i64, ldi_none,
+    ldi_bool, ldi_none, ldi_none, ldi_u32, ldi_u64, ldi_none, ldi_none, ldi_none};
+static const store_i64_fn store_i64_of[17] = {
+    sti_none, sti_none, sti_u8, sti_i8, sti_u16, sti_i16, sti_i32, sti_i64, sti_none,
+    sti_bool, sti_none, sti_none, sti_u32, sti_u64, sti_none, sti_none, sti_none};
+
+static unsigned dtype_index(mg_rt_dtype t) { return (unsigned)t < 17u ? (unsigned)t : 0u; }
+
 /* Element k of a float dtype as double. */
-static double load_f(mg_rt_dtype t, const void *p, int64_t k) {
-  switch (t) {
-  case MG_RT_F32: return ((const float *)p)[k];
-  case MG_RT_F64: return ((const double *)p)[k];
-  case MG_RT_F16: return mg_rt_f16_to_f32(((const uint16_t *)p)[k]);
-  case MG_RT_BF16: return mg_rt_bf16_to_f32(((const uint16_t *)p)[k]);
-  default: return 0.0;
-  }
-}
+static double load_f(mg_rt_dtype t, const void *p, int64_t k) { return load_f64_of[dtype_index(t)](p, k); }
 
 /* Element k of an integer or bool dtype as int64 (uint64 as its bit pattern). */
-static int64_t load_i(mg_rt_dtype t, const void *p, int64_t k) {
-  switch (t) {
-  case MG_RT_I64: return ((const int64_t *)p)[k];
-  case MG_RT_U64: return (int64_t)((const uint64_t *)p)[k];
-  case MG_RT_I32: return ((const int32_t *)p)[k];
-  case MG_RT_U32: return ((const uint32_t *)p)[k];
-  case MG_RT_I16: return ((const int16_t *)p)[k];
-  case MG_RT_U16: return ((const uint16_t *)p)[k];
-  case MG_RT_I8: return ((const int8_t *)p)[k];
-  case MG_RT_U8: return ((const uint8_t *)p)[k];
-  case MG_RT_BOOL: return ((const uint8_t *)p)[k] != 0;
-  default: return 0;
-  }
-}
+static int64_t load_i(mg_rt_dtype t, const void *p, int64_t k) { return load_i64_of[dtype_index(t)](p, k); }
 
 /* Element k of any numeric dtype as double (uint64 as unsigned). */
-static double load_any_f(mg_rt_dtype t, const void *p, int64_t k) {
-  if (is_float_dtype(t)) return load_f(t, p, k);
-  if (t == MG_RT_U64) return (double)((const uint64_t *)p)[k];
-  return (double)load_i(t, p, k);
-}
+static double load_any_f(mg_rt_dtype t, const void *p, int64_t k) { return load_f64_of[dtype_index(t)](p, k); }
 
 /* Stores v wrapped to the width of integer dtype t (bool: v != 0). */
-static void store_i(mg_rt_dtype t, void *p, int64_t k, int64_t v) {
-  switch (t) {
-  case MG_RT_I64: ((int64_t *)p)[k] = v; return;
-  case MG_RT_U64: ((uint64_t *)p)[k] = (uint64_t)v; return;
-  case MG_RT_I32: ((int32_t *)p)[k] = (int32_t)(uint32_t)v; return;
-  case MG_RT_U32: ((uint32_t *)p)[k] = (uint32_t)v; return;
-  case MG_RT_I16: ((int16_t *)p)[k] = (int16_t)(uint16_t)v; return;
-  case MG_RT_U16: ((uint16_t *)p)[k] = (uint16_t)v; return;
-  case MG_RT_I8: ((int8_t *)p)[k] = (int8_t)(uint8_t)v; return;
-  case MG_RT_U8: ((uint8_t *)p)[k] = (uint8_t)v; return;
-  case MG_RT_BOOL: ((uint8_t *)p)[k] = v != 0; return;
-  default: return;
-  }
-}
+static void store_i(mg_rt_dtype t, void *p, int64_t k, int64_t v) { store_i64_of[dtype_index(t)](p, k, v); }
 
 /* v as a float that rounds to float16/bfloat16 exactly as v itself would: truncated
  * toward zero with the lowest bit set when inexact (a sticky bit), so rounding
@@ -133,25 +162,33 @@ static int64_t f64_to_i64(double v) {
   return (int64_t)v;
 }
 
-/* Stores double v into element k of any dtype (floats round to nearest even; see
- * the header for integers; bool: v != 0, so NaN is true). */
-static void store_f(mg_rt_dtype t, void *p, int64_t k, double v) {
-  switch (t) {
-  case MG_RT_F32: ((float *)p)[k] = (float)v; return;
-  case MG_RT_F64: ((double *)p)[k] = v; return;
-  case MG_RT_F16: ((uint16_t *)p)[k] = mg_rt_f32_to_f16(to_f32_sticky(v)); return;
-  case MG_RT_BF16: ((uint16_t *)p)[k] = mg_rt_f32_to_bf16(to_f32_sticky(v)); return;
-  case MG_RT_BOOL: ((uint8_t *)p)[k] = v != 0.0; return;
-  case MG_RT_U64:
-    if (v >= 9.2233720368547758e18 && v < 1.8446744073709552e19) {
-      ((uint64_t *)p)[k] = (uint64_t)v;
-      return;
-    }
-    store_i(t, p, k, f64_to_i64(v));
-    return;
-  default: store_i(t, p, k, f64_to_i64(v)); return;
-  }
+/* Stores of a double into each dtype (floats round to nearest even; see the header
+ * for integers; bool: v != 0, so NaN is true). */
+static void stf_f32(void *p, int64_t k, double v) { ((float *)p)[k] = (float)v; }
+static void stf_f64(void *p, int64_t k, double v) { ((double *)p)[k] = v; }
+static void stf_f16(void *p, int64_t k, double v) { ((uint16_t *)p)[k] = mg_rt_f32_to_f16(to_f32_sticky(v)); }
+static void stf_bf16(void *p, int64_t k, double v) { ((uint16_t *)p)[k] = mg_rt_f32_to_bf16(to_f32_sticky(v)); }
+static void stf_bool(void *p, int64_t k, double v) { ((uint8_t *)p)[k] = v != 0.0; }
+static void stf_u64(void *p, int64_t k, double v) {
+  if (v >= 9.2233720368547758e18 && v < 1.8446744073709552e19) ((uint64_t *)p)[k] = (uint64_t)v;
+  else ((uint64_t *)p)[k] = (uint64_t)f64_to_i64(v);
 }
+#define STORE_F64_INT(name, T) \
+  static void name(void *p, int64_t k, double v) { store_i64_of[T](p, k, f64_to_i64(v)); }
+STORE_F64_INT(stf_i8, MG_RT_I8)
+STORE_F64_INT(stf_i16, MG_RT_I16)
+STORE_F64_INT(stf_i32, MG_RT_I32)
+STORE_F64_INT(stf_i64, MG_RT_I64)
+STORE_F64_INT(stf_u8, MG_RT_U8)
+STORE_F64_INT(stf_u16, MG_RT_U16)
+STORE_F64_INT(stf_u32, MG_RT_U32)
+static void stf_none(void *p, int64_t k, double v) { (void)p; (void)k; (void)v; }
+static const store_f64_fn store_f64_of[17] = {
+    stf_none, stf_f32, stf_u8, stf_i8, stf_u16, stf_i16, stf_i32, stf_i64, stf_none,
+    stf_bool, stf_f16, stf_f64, stf_u32, stf_u64, stf_none, stf_none, stf_bf16};
+
+/* Stores double v into element k of any dtype. */
+static void store_f(mg_rt_dtype t, void *p, int64_t k, double v) { store_f64_of[dtype_index(t)](p, k, v); }
 
 /* Stores an integer computed with `uns` (unsigned) semantics into any dtype. */
 static void store_int_any(mg_rt_dtype t, void *p, int64_t k, int64_t v, int uns) {
@@ -348,31 +385,58 @@ void mg_unary_any(mg_unop op, mg_rt_dtype t, int64_t n, const void *x, void *y,
     else BINARY_STRIDES(EXPR, (void)0);                                               \
   } while (0)
 
+/* One function per float32 binary op, called through a table: a single function
+ * holding every op's loops (x 4 stride patterns x 3 in-loop activations) is so
+ * large that compilers spend most of a minute optimising it. Only the ops that
+ * take a fused activation (CG_EPILOGUE) get the activation variants. */
+typedef void (*binary_row_fn)(int64_t m, const float *a, int64_t sa, const float *b, int64_t sb,
+                              float *y, mg_act act, float lo, float hi);
+#define ROW_WITH_ACT(name, EXPR)                                                      \
+  static void name(int64_t m, const float *a, int64_t sa, const float *b, int64_t sb, \
+                   float *y, mg_act act, float lo, float hi) {                        \
+    BINARY_ROW(EXPR);                                                                 \
+  }
+#define ROW_PLAIN(name, EXPR)                                                         \
+  static void name(int64_t m, const float *a, int64_t sa, const float *b, int64_t sb, \
+                   float *y, mg_act act, float lo, float hi) {                        \
+    (void)act, (void)lo, (void)hi;                                                    \
+    BINARY_STRIDES(EXPR, (void)0);                                                    \
+  }
+ROW_WITH_ACT(row_add, u + v)
+ROW_WITH_ACT(row_sub, u - v)
+ROW_WITH_ACT(row_mul, u * v)
+ROW_WITH_ACT(row_div, u / v)
+/* NaN in either input gives NaN: u when u is NaN, else v when v is */
+ROW_WITH_ACT(row_max, u > v || u != u ? u : v)
+ROW_WITH_ACT(row_min, u < v || u != u ? u : v)
+ROW_PLAIN(row_powf, powf(u, v))
+ROW_PLAIN(row_square, ((void)v, u * u))
+ROW_PLAIN(row_fmod, fmodf(u, v))
+ROW_PLAIN(row_prelu, u < 0.0f ? u * v : u)
+
+/* x^2 (LayerNorm's variance as exported at opset < 17): u * u is the same
+ * correctly rounded result as powf, at memory speed */
+static void row_pow(int64_t m, const float *a, int64_t sa, const float *b, int64_t sb, float *y,
+                    mg_act act, float lo, float hi) {
+  if (sb == 0 && b[0] == 2.0f) row_square(m, a, sa, b, sb, y, act, lo, hi);
+  else row_powf(m, a, sa, b, sb, y, act, lo, hi);
+}
+
+static const binary_row_fn binary_row_of[MG_BIN_LESS_EQUAL + 1] = {
+    row_add, row_sub, row_mul, row_div, row_pow, 0 /* MOD */, row_fmod, 0, 0, 0, 0, 0, 0, 0, 0,
+    row_max, row_min, row_prelu, 0, 0, 0, 0, 0};
+
 /* One row of the float32 binary op with the in-loop activations (RELU, CLIP with
  * bounds lo, hi); any other act is left to the caller. */
 static void binary_row_f32(mg_binop op, int64_t m, const float *a, int64_t sa,
                            const float *b, int64_t sb, float *y, mg_act act, float lo, float hi) {
   int64_t i;
-  switch (op) {
-  case MG_BIN_ADD: BINARY_ROW(u + v); return;
-  case MG_BIN_SUB: BINARY_ROW(u - v); return;
-  case MG_BIN_MUL: BINARY_ROW(u * v); return;
-  case MG_BIN_DIV: BINARY_ROW(u / v); return;
-  case MG_BIN_POW:
-    /* x^2 (LayerNorm's variance as exported at opset < 17): u * u is the same
-     * correctly rounded result as powf, at memory speed */
-    if (sb == 0 && b[0] == 2.0f) BINARY_ROW(((void)v, u * u));
-    else BINARY_ROW(powf(u, v));
-    return;
-  case MG_BIN_FMOD: BINARY_ROW(fmodf(u, v)); return;
-  /* NaN in either input gives NaN: u when u is NaN, else v when v is */
-  case MG_BIN_MAX: BINARY_ROW(u > v || u != u ? u : v); return;
-  case MG_BIN_MIN: BINARY_ROW(u < v || u != u ? u : v); return;
-  case MG_BIN_PRELU: BINARY_ROW(u < 0.0f ? u * v : u); return;
-  default: /* not a float32 op (see the header): zeros */
-    for (i = 0; i < m; i++) y[i] = 0.0f;
+  const binary_row_fn row = (unsigned)op <= MG_BIN_LESS_EQUAL ? binary_row_of[op] : 0;
+  if (row) {
+    row(m, a, sa, b, sb, y, act, lo, hi);
     return;
   }
+  for (i = 0; i < m; i++) y[i] = 0.0f; /* not a float32 op (see the header): zeros */
 }
 #undef BINARY_ROW
 

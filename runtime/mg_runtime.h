@@ -208,5 +208,8 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
 #include "mg_rt_elementwise.h"
 #include "mg_rt_tensor.h"
 #include "mg_rt_nn.h"
+#include "mg_rt_misc.h"
+
+#include "mg_rt_rnn.h"
 
 #endif /* MG_RUNTIME_H */
