@@ -54,6 +54,19 @@ static double seconds(void) {
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* mkdir -p outdir; 0 when it exists afterwards. */
+static int make_dirs(const char *dir) {
+  char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return -1;
+  for (char *q = buf + 1; *q; q++)
+    if (*q == '/') {
+      *q = 0;
+      if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+      *q = '/';
+    }
+  return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
 static int valid_prefix(const char *p) {
   if (!*p || (*p >= '0' && *p <= '9')) return 0;
   for (; *p; p++)
@@ -164,7 +177,7 @@ int cmd_convert(int argc, char **argv) {
     }
     free(list);
   }
-  if (mkdir(outdir, 0777) && errno != EEXIST) {
+  if (make_dirs(outdir)) {
     fprintf(stderr, "migc convert: cannot create %s: %s\n", outdir, strerror(errno));
     return EXIT_BAD_INPUT;
   }
