@@ -33,6 +33,13 @@ suite "conformance node/ under ASan+UBSan" bash tests/e2e/conformance.sh "$ASAN/
 suite "torchvision exports: import and static shapes" bash tests/e2e/torchvision_inspect.sh "$BUILD/migc"
 suite "torchvision: interpreter agrees with PyTorch" bash tests/e2e/torchvision_interp.sh "$BUILD"
 suite "runtime kernels on aarch64 (clang cross-build, qemu)" bash tests/e2e/runtime_aarch64.sh
+suite "conformance (C backend): node >= 750, no unexpected failure" bash tests/e2e/conformance_c.sh "$BUILD/migc"
+suite "migc convert: project, runner, errors, --strict" bash tests/e2e/convert_cli.sh "$BUILD"
+suite "torchvision: generated C agrees with PyTorch (12 models x 2 exports)" bash tests/e2e/torchvision_c.sh "$BUILD"
+suite "generated C on gcc, clang and aarch64 (qemu)" bash tests/e2e/generated_portability.sh "$BUILD"
+suite "torch_reference.py: reference folders" bash tests/e2e/torch_reference.sh
+suite "autodiff against torch gradients" bash tests/e2e/autodiff_torch.sh "$BUILD" build/fixtures/tv build/autodiff-e2e
+suite "migc verify: parity gate, mutations, JUnit" bash tests/e2e/verify.sh "$BUILD"
 suite "weights: .pth/.safetensors to .ckpt, checked by check-ckpt.py; binding; bad input" bash tests/e2e/weights.sh "$BUILD"
 suite "coverage: zoo and node reports, honesty, rules errors, HTML" bash tests/e2e/coverage.sh "$BUILD"
 [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (60 s)" bash tests/fuzz/run.sh 60

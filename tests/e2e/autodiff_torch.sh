@@ -12,7 +12,9 @@ set -e
 B=$(cd "$1" && pwd); TV=$2; W=$3
 HERE=$(cd "$(dirname "$0")/../fixtures" && pwd)
 PY=/usr/bin/python3
-mkdir -p "$W"
+mkdir -p "$W" "$TV"
+"$PY" "$HERE/export_torchvision.py" -o "$TV" --models resnet18,resnet50,mobilenet_v2 --opsets 17 \
+  --modes preserve --refs >/dev/null
 fail=0
 check() { # name onnx pth input torch-model
   "$PY" "$HERE/torch_grads.py" "$5" --pth "$3" --input "$4" -o "$W/$1" 2>/dev/null

@@ -19,6 +19,10 @@ tv=build/fixtures/tv
 /usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$MODELS" --opsets 17 --modes default \
   --refs >/dev/null || { echo "export failed"; exit 1; }
 work=$(mktemp -d)
+# Every project compiles the same runtime sources with the same flags: ccache (when
+# installed, as make setup does) compiles them once.
+cache=""
+if command -v ccache >/dev/null; then cache="ccache "; export CCACHE_DIR=${CCACHE_DIR:-$PWD/build/ccache}; fi
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
 for model in ${MODELS//,/ }; do
@@ -30,9 +34,9 @@ for model in ${MODELS//,/ }; do
     dir=$work/${model}_$target
     cp -r "$src/cpu" "$dir"
     case $target in
-      gcc) args=(CC=gcc) run=() ;;
-      clang) args=(CC=clang) run=() ;;
-      clang-aarch64) args=("CC=clang --target=aarch64-linux-gnu --sysroot=$SYSROOT" ARCH= "LDFLAGS=-fuse-ld=lld -static")
+      gcc) args=("CC=${cache}gcc") run=() ;;
+      clang) args=("CC=${cache}clang") run=() ;;
+      clang-aarch64) args=("CC=${cache}clang --target=aarch64-linux-gnu --sysroot=$SYSROOT" ARCH= "LDFLAGS=-fuse-ld=lld -static")
                      run=(qemu-aarch64 -L $SYSROOT) ;;
     esac
     if ! make -s -j"$(nproc)" -C "$dir" WERROR=-Werror "${args[@]}" > "$dir.make.log" 2>&1; then

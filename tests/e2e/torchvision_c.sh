@@ -18,6 +18,10 @@ mkdir -p "$out"
 /usr/bin/python3 tests/fixtures/export_torchvision.py -o "$out" --models "$MODELS" \
   --opsets 17 --modes default,preserve --refs >/dev/null || { echo "export failed"; exit 1; }
 work=$(mktemp -d)
+# Every project compiles the same runtime sources with the same flags: ccache (when
+# installed, as make setup does) compiles them once.
+cache=""
+if command -v ccache >/dev/null; then cache="ccache "; export CCACHE_DIR=${CCACHE_DIR:-$PWD/build/ccache}; fi
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
 for model in ${MODELS//,/ }; do
@@ -31,7 +35,7 @@ for model in ${MODELS//,/ }; do
     if grep -q "not converted" "$dir.convert.log" && ! grep -q " 0 not converted" "$dir.convert.log"; then
       echo "FAIL ${model} ${mode}: $(grep -m3 'cpu:' "$dir.convert.log" | tr '\n' ' ')"; fail=$((fail + 1)); continue
     fi
-    if ! make -s -j"$(nproc)" -C "$dir/cpu" CC="$CCOMP" WERROR=-Werror > "$dir.make.log" 2>&1; then
+    if ! make -s -j"$(nproc)" -C "$dir/cpu" CC="$cache$CCOMP" WERROR=-Werror > "$dir.make.log" 2>&1; then
       echo "FAIL ${model} ${mode}: build: $(grep -m1 -E 'error|warning' "$dir.make.log")"; fail=$((fail + 1)); continue
     fi
     if ! /usr/bin/time -f '%M' -o "$dir.rss" "$dir/cpu/runner" --input input="$out/${model}_input.npy" \
