@@ -41,8 +41,10 @@ json=$(mktemp)
     | "- \($g[0].op): \(join("; "))"' "$json")
   if [ -n "$gaps" ]; then echo "$gaps"; else echo "None for Ascend and MindSpore."; fi
   echo
-  echo "Every CPU gap waits for the CPU backend's runtime kernels (runtime/kernels.def, the next"
-  echo "issue). The reasons for the MindSpore and aclnn gaps, with the fact-table sources, are in"
+  echo "CPU support is derived from runtime/kernels.def (the ops the C generator emits); an op"
+  echo "listed there can still be refused per node (a dtype or attribute value its emitter does"
+  echo "not take), which \`migc convert\` reports by node. The reasons for the MindSpore and aclnn"
+  echo "gaps, with the fact-table sources, are in"
   echo "docs/rules-notes.md: the MindSpore fact table (../shared/mindspore-api.json) has no"
   echo "elementwise add, sub, mul, div, equal or logical_not, so those ops stay unmapped until it"
   echo "does; ScatterND (swin_t's window mask) has no verified scatter API on either target."

@@ -49,6 +49,18 @@ if "$MIGC" coverage "$work/bad/custom_op.onnx" --format json -o "$work/custom.js
   ok "custom op named, with its node, the rest converted"
 else bad "custom op report"; fi
 
+# ... and the same model is a clear error for convert --strict (exit 2, naming the
+# node), while a plain convert still converts the rest (exit 0)
+if "$MIGC" convert "$work/bad/custom_op.onnx" -o "$work/conv_custom" --cpu-only > /dev/null 2>"$work/conv.err" &&
+   [ -s "$work/conv_custom/cpu/model.c" ] && grep -q "MyOp" "$work/conv.err"; then
+  ok "convert without --strict: the rest converted, the custom op named"
+else bad "convert of a model with a custom op"; fi
+"$MIGC" convert "$work/bad/custom_op.onnx" -o "$work/conv_strict" --strict --target cpu,mindspore > /dev/null 2>"$work/strict.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "MyOp" "$work/strict.err" && grep -q -- "--strict" "$work/strict.err"; then
+  ok "convert --strict: exit 2 naming the custom op"
+else bad "convert --strict on a custom op (exit $rc)"; fi
+
 # rules errors: file:line:reason and exit 2
 printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="mindspore.ops.relu">\n</rule>\n</rules>\n' > "$work/malformed.xml"
 printf '<rules target="mindspore">\n<rule op="NoSuchOp">\n<call api="x"/>\n</rule>\n</rules>\n' > "$work/unknown.xml"
