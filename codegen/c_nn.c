@@ -16,24 +16,11 @@
 
 /* ---------------------------------------------------------- window geometry */
 
-enum { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER };
-
 /* One sliding window over 2 spatial dims (a 1-D one has in[0] = k[0] = 1). */
 typedef struct {
   int nd;                                    /* spatial dims of the model: 1 or 2 */
   int64_t in[2], k[2], s[2], d[2], pb[2], pe[2], out[2];
 } win2d;
-
-/* n's auto_pad as PAD_*; -1 (reported) when unknown. */
-static int read_auto_pad(cg_ctx *c, const mg_node *n, int *mode) {
-  const char *s = mg_attr_str(n, "auto_pad", "NOTSET");
-  if (!strcmp(s, "NOTSET") || !*s) *mode = PAD_NOTSET;
-  else if (!strcmp(s, "VALID")) *mode = PAD_VALID;
-  else if (!strcmp(s, "SAME_UPPER")) *mode = PAD_SAME_UPPER;
-  else if (!strcmp(s, "SAME_LOWER")) *mode = PAD_SAME_LOWER;
-  else return cg_unsupported(c, n, "auto_pad '%s'", s);
-  return 0;
-}
 
 /* Reads strides, dilations, pads and auto_pad of a Conv or pool over the nd
  * spatial dims `in` with kernel `k` and computes the output sizes (ceil_mode as the
@@ -41,47 +28,18 @@ static int read_auto_pad(cg_ctx *c, const mg_node *n, int *mode) {
  * Returns 0, or -1 after reporting. */
 static int window_init(cg_ctx *c, const mg_node *n, int nd, const int64_t *in,
                        const int64_t *k, int ceil_mode, win2d *g) {
-  const int64_t *st, *dl, *pd;
-  size_t ns, ndl, np;
-  int mode, i;
+  nn_window w;
+  int i;
   if (nd < 1 || nd > 2)
     return cg_unsupported(c, n, "%d spatial dimensions (1-D and 2-D are supported)", nd);
-  ns = mg_attr_ints(n, "strides", &st);
-  ndl = mg_attr_ints(n, "dilations", &dl);
-  np = mg_attr_ints(n, "pads", &pd);
-  if ((ns && ns != (size_t)nd) || (ndl && ndl != (size_t)nd) || (np && np != 2 * (size_t)nd))
-    return cg_unsupported(c, n, "strides, dilations or pads do not match %d spatial dims", nd);
-  if (read_auto_pad(c, n, &mode)) return -1;
+  if (nn_window_init(c, n, nd, in, k, ceil_mode, &w)) return -1;
   memset(g, 0, sizeof *g);
   g->nd = nd;
   for (i = 0; i < 2; i++) g->in[i] = g->k[i] = g->s[i] = g->d[i] = g->out[i] = 1;
-  for (i = 0; i < nd; i++) {
+  for (i = 0; i < nd; i++) { /* a 1-D window is the second of two dims */
     const int j = 2 - nd + i;
-    const int64_t x = in[i], kk = k[i], s = ns ? st[i] : 1, d = ndl ? dl[i] : 1;
-    int64_t ek, num, o;
-    if (kk < 1 || s < 1 || d < 1 || kk > (1 << 20) || s > (1 << 20) || d > (1 << 20))
-      return cg_unsupported(c, n, "kernel, strides or dilations out of range");
-    g->in[j] = x, g->k[j] = kk, g->s[j] = s, g->d[j] = d;
-    ek = (kk - 1) * d + 1;
-    if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-      int64_t total;
-      o = (x + s - 1) / s;
-      total = (o - 1) * s + ek - x;
-      if (total < 0) total = 0;
-      g->pb[j] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-      g->pe[j] = total - g->pb[j];
-      g->out[j] = o;
-      continue;
-    }
-    g->pb[j] = mode == PAD_NOTSET && np ? pd[i] : 0;
-    g->pe[j] = mode == PAD_NOTSET && np ? pd[i + nd] : 0;
-    if (g->pb[j] < 0 || g->pe[j] < 0) return cg_unsupported(c, n, "negative pads");
-    if (g->pb[j] > (1 << 20) || g->pe[j] > (1 << 20)) return cg_unsupported(c, n, "pads out of range");
-    num = x + g->pb[j] + g->pe[j] - ek;
-    if (num < 0) return cg_unsupported(c, n, "the kernel is larger than the padded input");
-    o = ceil_mode ? (num + s - 1) / s + 1 : num / s + 1;
-    if (ceil_mode && (o - 1) * s >= x + g->pb[j]) o--;
-    g->out[j] = o;
+    g->in[j] = w.in[i], g->k[j] = w.k[i], g->s[j] = w.s[i], g->d[j] = w.d[i];
+    g->pb[j] = w.pb[i], g->pe[j] = w.pe[i], g->out[j] = w.out[i];
   }
   return 0;
 }
@@ -178,7 +136,7 @@ int cg_emit_ConvTranspose(cg_ctx *c, const mg_node *n) {
   M = wd[1] * G;
   if (b && cg_numel(b) != M) return cg_unsupported(c, n, "B must have M values");
   if (check_kernel_shape(c, n, nd, wd + 2)) return -1;
-  if (read_auto_pad(c, n, &mode)) return -1;
+  if (nn_read_auto_pad(c, n, &mode)) return -1;
   ns = mg_attr_ints(n, "strides", &st);
   ndl = mg_attr_ints(n, "dilations", &dl);
   np = mg_attr_ints(n, "pads", &pd);

@@ -9,71 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER };
-
-/* One sliding window over nd spatial dims. */
-typedef struct {
-  int nd;
-  int64_t in[MG_ND_MAX], k[MG_ND_MAX], s[MG_ND_MAX], d[MG_ND_MAX], pb[MG_ND_MAX],
-      pe[MG_ND_MAX], out[MG_ND_MAX];
-} winnd;
-
-static int read_auto_pad(cg_ctx *c, const mg_node *n, int *mode) {
-  const char *s = mg_attr_str(n, "auto_pad", "NOTSET");
-  if (!strcmp(s, "NOTSET") || !*s) *mode = PAD_NOTSET;
-  else if (!strcmp(s, "VALID")) *mode = PAD_VALID;
-  else if (!strcmp(s, "SAME_UPPER")) *mode = PAD_SAME_UPPER;
-  else if (!strcmp(s, "SAME_LOWER")) *mode = PAD_SAME_LOWER;
-  else return cg_unsupported(c, n, "auto_pad '%s'", s);
-  return 0;
-}
-
-/* Reads strides, dilations, pads and auto_pad over nd spatial dims of sizes in with
- * kernel k and computes the output sizes (ceil_mode as the pools define it).
- * Returns 0, or -1 after reporting. */
-static int window_nd(cg_ctx *c, const mg_node *n, int nd, const int64_t *in, const int64_t *k,
-                     int ceil_mode, winnd *g) {
-  const int64_t *st, *dl, *pd;
-  size_t ns, ndl, np;
-  int mode, i;
-  if (nd < 1 || nd > MG_ND_MAX) return cg_unsupported(c, n, "%d spatial dimensions", nd);
-  ns = mg_attr_ints(n, "strides", &st);
-  ndl = mg_attr_ints(n, "dilations", &dl);
-  np = mg_attr_ints(n, "pads", &pd);
-  if ((ns && ns != (size_t)nd) || (ndl && ndl != (size_t)nd) || (np && np != 2 * (size_t)nd))
-    return cg_unsupported(c, n, "strides, dilations or pads do not match %d spatial dims", nd);
-  if (read_auto_pad(c, n, &mode)) return -1;
-  memset(g, 0, sizeof *g);
-  g->nd = nd;
-  for (i = 0; i < nd; i++) {
-    const int64_t x = in[i], kk = k[i], s = ns ? st[i] : 1, d = ndl ? dl[i] : 1;
-    int64_t ek, num, o;
-    if (kk < 1 || s < 1 || d < 1 || kk > (1 << 20) || s > (1 << 20) || d > (1 << 20))
-      return cg_unsupported(c, n, "kernel, strides or dilations out of range");
-    g->in[i] = x, g->k[i] = kk, g->s[i] = s, g->d[i] = d;
-    ek = (kk - 1) * d + 1;
-    if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-      int64_t total;
-      o = (x + s - 1) / s;
-      total = (o - 1) * s + ek - x;
-      if (total < 0) total = 0;
-      g->pb[i] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-      g->pe[i] = total - g->pb[i];
-      g->out[i] = o;
-      continue;
-    }
-    g->pb[i] = mode == PAD_NOTSET && np ? pd[i] : 0;
-    g->pe[i] = mode == PAD_NOTSET && np ? pd[i + nd] : 0;
-    if (g->pb[i] < 0 || g->pe[i] < 0) return cg_unsupported(c, n, "negative pads");
-    if (g->pb[i] > (1 << 20) || g->pe[i] > (1 << 20)) return cg_unsupported(c, n, "pads out of range");
-    num = x + g->pb[i] + g->pe[i] - ek;
-    if (num < 0) return cg_unsupported(c, n, "the kernel is larger than the padded input");
-    o = ceil_mode ? (num + s - 1) / s + 1 : num / s + 1;
-    if (ceil_mode && (o - 1) * s >= x + g->pb[i]) o--;
-    g->out[i] = o;
-  }
-  return 0;
-}
+typedef nn_window winnd;
 
 /* Checks that y is [N, M, out...] and fits int; -1 after reporting. */
 static int check_out(cg_ctx *c, const mg_node *n, const mg_value *y, int64_t N, int64_t M,
@@ -138,7 +74,7 @@ int nd_emit_conv(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "channels do not match group %lld", (long long)G);
   if (b && cg_numel(b) != wd[0]) return cg_unsupported(c, n, "B must have M values");
   if (check_kernel_shape(c, n, xr - 2, wd + 2)) return -1;
-  if (window_nd(c, n, xr - 2, xd + 2, wd + 2, 0, &g)) return -1;
+  if (nn_window_init(c, n, xr - 2, xd + 2, wd + 2, 0, &g)) return -1;
   if (check_out(c, n, y, xd[0], wd[0], &g)) return -1;
   if (!nn_fits_int(cg_numel(x)) || !nn_fits_int(cg_numel(w)) || !nn_fits_int(cg_numel(w) / wd[0] * cg_numel(y)))
     return cg_unsupported(c, n, "tensor too large");
@@ -172,7 +108,7 @@ int nd_emit_conv_transpose(cg_ctx *c, const mg_node *n) {
   M = wd[1] * G;
   if (b && cg_numel(b) != M) return cg_unsupported(c, n, "B must have M values");
   if (check_kernel_shape(c, n, nd, wd + 2)) return -1;
-  if (read_auto_pad(c, n, &mode)) return -1;
+  if (nn_read_auto_pad(c, n, &mode)) return -1;
   ns = mg_attr_ints(n, "strides", &st);
   ndl = mg_attr_ints(n, "dilations", &dl);
   np = mg_attr_ints(n, "pads", &pd);
@@ -246,7 +182,7 @@ int nd_emit_pool(cg_ctx *c, const mg_node *n, int kind) {
   if (mg_attr_ints(n, "kernel_shape", &ks) != (size_t)nd)
     return cg_unsupported(c, n, "kernel_shape must have %d values", nd);
   if (kind == ND_POOL_LP && (p < 1 || p > 64)) return cg_unsupported(c, n, "p = %lld", (long long)p);
-  if (window_nd(c, n, nd, xd + 2, ks, (int)mg_attr_int(n, "ceil_mode", 0), &g)) return -1;
+  if (nn_window_init(c, n, nd, xd + 2, ks, (int)mg_attr_int(n, "ceil_mode", 0), &g)) return -1;
   if (check_out(c, n, y, xd[0], xd[1], &g)) return -1;
   if (ind && cg_numel(ind) != cg_numel(y)) return cg_unsupported(c, n, "Indices shape differs from Y");
   if (!nn_fits_int(cg_numel(x))) return cg_unsupported(c, n, "tensor too large");

@@ -31,6 +31,26 @@ static inline void nn_need(cg_ctx *c, const char *file) {
   }
 }
 
+/* ---- window geometry (c_window.c) ---- */
+
+enum { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER };
+
+/* One sliding window over nd spatial dims (at most MG_ND_MAX). */
+typedef struct {
+  int nd;
+  int64_t in[MG_ND_MAX], k[MG_ND_MAX], s[MG_ND_MAX], d[MG_ND_MAX], pb[MG_ND_MAX],
+      pe[MG_ND_MAX], out[MG_ND_MAX];
+} nn_window;
+
+/* n's auto_pad as PAD_*; -1 (reported) when unknown. */
+int nn_read_auto_pad(cg_ctx *c, const mg_node *n, int *mode);
+/* Reads strides, dilations, pads and auto_pad over nd spatial dims of sizes in with
+ * kernel k and computes the output sizes (ceil_mode as the pools define it: the
+ * last window must start inside the input or its begin pad). Returns 0, or -1
+ * after reporting. */
+int nn_window_init(cg_ctx *c, const mg_node *n, int nd, const int64_t *in, const int64_t *k,
+                   int ceil_mode, nn_window *g);
+
 /* Whether value v (an input or output that must be present) is a float32 tensor. */
 static inline int nn_is_f32(const mg_value *v) { return v && v->dtype == MG_F32; }
 #endif

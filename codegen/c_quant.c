@@ -7,7 +7,7 @@
  * pads, output sizes) a static parameter struct checked against the output shape
  * inference gave. Semantics are the reference interpreter's (verify/interp_misc.c,
  * interp_linalg.c); anything outside them is reported with cg_unsupported. */
-#include "cg.h"
+#include "c_nn_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -221,30 +221,6 @@ int cg_emit_QLinearMatMul(cg_ctx *c, const mg_node *n) { return emit_qmatmul(c, 
 
 /* ------------------------------------------------ integer convolutions */
 
-/* Output size, pads of one spatial axis from auto_pad/pads/strides/dilations (the
- * Conv rules); -1 after reporting. */
-static int conv_axis(cg_ctx *c, const mg_node *n, const char *ap, int64_t x, int64_t k, int64_t s,
-                     int64_t d, int64_t pb_attr, int64_t pe_attr, int64_t *pb, int64_t *pe, int64_t *out) {
-  const int64_t ek = (k - 1) * d + 1;
-  if (k < 1 || s < 1 || d < 1 || k > (1 << 20) || s > (1 << 20) || d > (1 << 20))
-    return cg_unsupported(c, n, "kernel, strides or dilations out of range");
-  if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-    int64_t o = (x + s - 1) / s, total = (o - 1) * s + ek - x;
-    if (total < 0) total = 0;
-    *pb = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
-    *pe = total - *pb;
-    *out = o;
-    return 0;
-  }
-  if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && *ap) return cg_unsupported(c, n, "auto_pad '%s'", ap);
-  *pb = strcmp(ap, "VALID") ? pb_attr : 0;
-  *pe = strcmp(ap, "VALID") ? pe_attr : 0;
-  if (*pb < 0 || *pe < 0 || *pb > (1 << 20) || *pe > (1 << 20)) return cg_unsupported(c, n, "pads out of range");
-  if (x + *pb + *pe - ek < 0) return cg_unsupported(c, n, "the kernel is larger than the padded input");
-  *out = (x + *pb + *pe - ek) / s + 1;
-  return 0;
-}
-
 /* ConvInteger and QLinearConv (q), 1-D and 2-D. */
 static int emit_qconv(cg_ctx *c, const mg_node *n, int q) {
   const mg_value *x = n->in[0], *w = n->in[q ? 3 : 1], *y = n->out[0];
@@ -253,8 +229,7 @@ static int emit_qconv(cg_ctx *c, const mg_node *n, int q) {
   const mg_value *ys = q ? n->in[6] : NULL, *yzp = q ? n->in[7] : NULL, *bias = q ? opt_in(n, 8) : NULL;
   int64_t xd[MG_MAX_RANK], wd[MG_MAX_RANK], yd[MG_MAX_RANK], G = mg_attr_int(n, "group", 1);
   int64_t in[2] = {1, 1}, k[2] = {1, 1}, s[2] = {1, 1}, dl[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0}, o[2] = {1, 1};
-  const int64_t *ks, *st, *di, *pd;
-  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
+  const int64_t *ks;
   if (!x || !w || !y || (q && (!xs || !ws || !ys || !yzp || !xzp))) return cg_unsupported(c, n, "missing input");
   if (!is_q8(x->dtype) || !is_q8(w->dtype)) return cg_unsupported(c, n, "X and W must be uint8 or int8");
   if ((xzp && xzp->dtype != x->dtype) || (wzp && wzp->dtype != w->dtype))
@@ -275,16 +250,16 @@ static int emit_qconv(cg_ctx *c, const mg_node *n, int q) {
   if ((wzc && cg_numel(wzp) != M) || (wsc && cg_numel(ws) != M))
     return cg_unsupported(c, n, "w scale or zero point is neither one value nor one per output channel");
   if (bias && cg_numel(bias) != M) return cg_unsupported(c, n, "B must have M values");
-  const size_t nk = mg_attr_ints(n, "kernel_shape", &ks), ns = mg_attr_ints(n, "strides", &st);
-  const size_t ndl = mg_attr_ints(n, "dilations", &di), np = mg_attr_ints(n, "pads", &pd);
-  if ((nk && nk != (size_t)nd) || (ns && ns != (size_t)nd) || (ndl && ndl != (size_t)nd) || (np && np != 2 * (size_t)nd))
-    return cg_unsupported(c, n, "kernel_shape, strides, dilations or pads do not match %d spatial dims", nd);
-  for (int i = 0; i < nd; i++) {
-    const int j = 2 - nd + i;
+  const size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
+  nn_window win;
+  if (nk && nk != (size_t)nd) return cg_unsupported(c, n, "kernel_shape does not match %d spatial dims", nd);
+  for (int i = 0; i < nd; i++)
     if (nk && ks[i] != wd[2 + i]) return cg_unsupported(c, n, "kernel_shape does not match the weight");
-    in[j] = xd[2 + i], k[j] = wd[2 + i], s[j] = ns ? st[i] : 1, dl[j] = ndl ? di[i] : 1;
-    if (conv_axis(c, n, ap, in[j], k[j], s[j], dl[j], np ? pd[i] : 0, np ? pd[i + nd] : 0, &pb[j], &pe[j], &o[j]))
-      return -1;
+  if (nn_window_init(c, n, nd, xd + 2, wd + 2, 0, &win)) return -1;
+  for (int i = 0; i < nd; i++) { /* a 1-D convolution is the second of two dims */
+    const int j = 2 - nd + i;
+    in[j] = win.in[i], k[j] = win.k[i], s[j] = win.s[i], dl[j] = win.d[i];
+    pb[j] = win.pb[i], pe[j] = win.pe[i], o[j] = win.out[i];
   }
   if (cg_dims(y, yd) != xr || yd[0] != xd[0] || yd[1] != M || yd[2] != o[2 - nd] || (nd == 2 && yd[3] != o[1]))
     return cg_unsupported(c, n, "output shape differs from the computed one");
