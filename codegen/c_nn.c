@@ -119,10 +119,9 @@ int cg_emit_ConvTranspose(cg_ctx *c, const mg_node *n) {
   int64_t xd[MG_MAX_RANK], wd[MG_MAX_RANK], G = mg_attr_int(n, "group", 1), M;
   int64_t in[2] = {1, 1}, k[2] = {1, 1}, s[2] = {1, 1}, d[2] = {1, 1}, pb[2] = {0, 0},
           out[2] = {1, 1};
-  const int64_t *st, *dl, *pd, *op, *osh;
-  size_t ns, ndl, np, nop, nos;
-  int xr, wr, nd, mode, i;
+  int xr, wr, nd, i;
   win2d g;
+  nn_window tw;
   const char *prm;
   if (!nn_is_f32(x) || !nn_is_f32(w) || !nn_is_f32(y) || (b && !nn_is_f32(b)))
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
@@ -136,40 +135,10 @@ int cg_emit_ConvTranspose(cg_ctx *c, const mg_node *n) {
   M = wd[1] * G;
   if (b && cg_numel(b) != M) return cg_unsupported(c, n, "B must have M values");
   if (check_kernel_shape(c, n, nd, wd + 2)) return -1;
-  if (nn_read_auto_pad(c, n, &mode)) return -1;
-  ns = mg_attr_ints(n, "strides", &st);
-  ndl = mg_attr_ints(n, "dilations", &dl);
-  np = mg_attr_ints(n, "pads", &pd);
-  nop = mg_attr_ints(n, "output_padding", &op);
-  nos = mg_attr_ints(n, "output_shape", &osh);
-  if (nos == (size_t)nd + 2) osh += 2, nos -= 2;
-  if ((ns && ns != (size_t)nd) || (ndl && ndl != (size_t)nd) || (np && np != 2 * (size_t)nd) ||
-      (nop && nop != (size_t)nd) || (nos && nos != (size_t)nd))
-    return cg_unsupported(c, n, "strides, dilations, pads, output_padding or output_shape do not "
-                                "match %d spatial dims", nd);
-  for (i = 0; i < nd; i++) {
+  if (nn_transpose_window(c, n, nd, xd + 2, wd + 2, &tw)) return -1;
+  for (i = 0; i < nd; i++) { /* a 1-D convolution is the second of two dims */
     const int j = 2 - nd + i;
-    int64_t full, o = nop ? op[i] : 0;
-    in[j] = xd[2 + i], k[j] = wd[2 + i], s[j] = ns ? st[i] : 1, d[j] = ndl ? dl[i] : 1;
-    if (s[j] < 1 || d[j] < 1 || o < 0 || s[j] > (1 << 20) || d[j] > (1 << 20) || o > (1 << 20))
-      return cg_unsupported(c, n, "strides, dilations or output_padding out of range");
-    full = s[j] * (in[j] - 1) + o + (k[j] - 1) * d[j] + 1;
-    if (nos || mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-      /* ONNX: total padding from the requested size; SAME_UPPER puts the odd one
-       * at the end, everything else at the beginning */
-      int64_t total, half;
-      out[j] = nos ? osh[i] : in[j] * s[j];
-      total = full - out[j];
-      half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      pb[j] = mode == PAD_SAME_UPPER ? half : total - half;
-    } else {
-      int64_t pe = mode == PAD_NOTSET && np ? pd[i + nd] : 0;
-      pb[j] = mode == PAD_NOTSET && np ? pd[i] : 0;
-      if (pb[j] < -(1 << 20) || pb[j] > (1 << 20) || pe < -(1 << 20) || pe > (1 << 20))
-        return cg_unsupported(c, n, "pads out of range");
-      out[j] = full - pb[j] - pe;
-    }
-    if (out[j] < 1) return cg_unsupported(c, n, "empty output");
+    in[j] = tw.in[i], k[j] = tw.k[i], s[j] = tw.s[i], d[j] = tw.d[i], pb[j] = tw.pb[i], out[j] = tw.out[i];
   }
   memset(&g, 0, sizeof g);
   g.nd = nd;

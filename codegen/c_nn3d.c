@@ -90,9 +90,7 @@ int nd_emit_conv_transpose(cg_ctx *c, const mg_node *n) {
   const mg_value *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
   const mg_value *y = n->out[0];
   int64_t xd[MG_MAX_RANK], wd[MG_MAX_RANK], G = mg_attr_int(n, "group", 1), M;
-  const int64_t *st, *dl, *pd, *op, *osh;
-  size_t ns, ndl, np, nop, nos;
-  int xr, wr, nd, mode, i;
+  int xr, wr, nd;
   winnd g;
   cg_act none = {"MG_ACT_NONE", 0.0f, 0.0f};
   const char *prm;
@@ -108,43 +106,7 @@ int nd_emit_conv_transpose(cg_ctx *c, const mg_node *n) {
   M = wd[1] * G;
   if (b && cg_numel(b) != M) return cg_unsupported(c, n, "B must have M values");
   if (check_kernel_shape(c, n, nd, wd + 2)) return -1;
-  if (nn_read_auto_pad(c, n, &mode)) return -1;
-  ns = mg_attr_ints(n, "strides", &st);
-  ndl = mg_attr_ints(n, "dilations", &dl);
-  np = mg_attr_ints(n, "pads", &pd);
-  nop = mg_attr_ints(n, "output_padding", &op);
-  nos = mg_attr_ints(n, "output_shape", &osh);
-  if (nos == (size_t)nd + 2) osh += 2, nos -= 2;
-  if ((ns && ns != (size_t)nd) || (ndl && ndl != (size_t)nd) || (np && np != 2 * (size_t)nd) ||
-      (nop && nop != (size_t)nd) || (nos && nos != (size_t)nd))
-    return cg_unsupported(c, n, "strides, dilations, pads, output_padding or output_shape do not "
-                                "match %d spatial dims", nd);
-  memset(&g, 0, sizeof g);
-  g.nd = nd;
-  for (i = 0; i < nd; i++) {
-    int64_t full, o = nop ? op[i] : 0;
-    g.in[i] = xd[2 + i], g.k[i] = wd[2 + i], g.s[i] = ns ? st[i] : 1, g.d[i] = ndl ? dl[i] : 1;
-    if (g.s[i] < 1 || g.d[i] < 1 || o < 0 || g.s[i] > (1 << 20) || g.d[i] > (1 << 20) || o > (1 << 20))
-      return cg_unsupported(c, n, "strides, dilations or output_padding out of range");
-    full = g.s[i] * (g.in[i] - 1) + o + (g.k[i] - 1) * g.d[i] + 1;
-    if (nos || mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-      /* as c_nn.c: total padding from the requested size; SAME_UPPER puts the odd
-       * one at the end, everything else at the beginning */
-      int64_t total, half;
-      g.out[i] = nos ? osh[i] : g.in[i] * g.s[i];
-      total = full - g.out[i];
-      half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      g.pb[i] = mode == PAD_SAME_UPPER ? half : total - half;
-    } else {
-      int64_t pe = mode == PAD_NOTSET && np ? pd[i + nd] : 0;
-      g.pb[i] = mode == PAD_NOTSET && np ? pd[i] : 0;
-      if (g.pb[i] < -(1 << 20) || g.pb[i] > (1 << 20) || pe < -(1 << 20) || pe > (1 << 20))
-        return cg_unsupported(c, n, "pads out of range");
-      g.out[i] = full - g.pb[i] - pe;
-    }
-    if (g.out[i] < 1) return cg_unsupported(c, n, "empty output");
-    if (g.pb[i] < -(1 << 20) || g.pb[i] > (1 << 20)) return cg_unsupported(c, n, "pads out of range");
-  }
+  if (nn_transpose_window(c, n, nd, xd + 2, wd + 2, &g)) return -1;
   if (check_out(c, n, y, xd[0], M, &g)) return -1;
   if (!nn_fits_int(cg_numel(x)) || !nn_fits_int(cg_numel(w)) ||
       !nn_fits_int(cg_numel(w) / (xd[1] / G) * (cg_numel(x) / (xd[0] * xd[1]))))

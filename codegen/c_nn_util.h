@@ -51,6 +51,10 @@ int nn_read_auto_pad(cg_ctx *c, const mg_node *n, int *mode);
 int nn_window_init(cg_ctx *c, const mg_node *n, int nd, const int64_t *in, const int64_t *k,
                    int ceil_mode, nn_window *g);
 
+/* ConvTranspose's window (output sizes and begin pads); -1 after reporting. */
+int nn_transpose_window(cg_ctx *c, const mg_node *n, int nd, const int64_t *in, const int64_t *k,
+                        nn_window *g);
+
 /* Whether value v (an input or output that must be present) is a float32 tensor. */
 static inline int nn_is_f32(const mg_value *v) { return v && v->dtype == MG_F32; }
 #endif
