@@ -99,6 +99,13 @@ static mg_value *new_const(mg_model *m, mg_graph *g, const char *base, const cha
   return v->data ? v : NULL;
 }
 
+/* Element i of constant float32 data that may sit unaligned in a mapped file. */
+static double f32_at(const float *p, int64_t i) {
+  float x;
+  memcpy(&x, (const char *)p + (size_t)i * 4, 4);
+  return x;
+}
+
 /* Folds bn into conv; 1 done, 0 not applicable, -1 OOM. */
 static int fold_bn(mg_model *m, mg_node *conv, mg_node *bn) {
   mg_graph *g = m->graph;
@@ -118,15 +125,10 @@ static int fold_bn(mg_model *m, mg_node *conv, mg_node *bn) {
   if (!nw) return -1;
   float *nb = nw + M * per;
   for (int64_t o = 0; o < M; o++) {
-    double s = (double)scale[o] / sqrt((double)var[o] + eps);
-    for (int64_t k = 0; k < per; k++) {
-      float x;
-      memcpy(&x, (const char *)wd + (size_t)(o * per + k) * 4, 4); /* mapped data may be unaligned */
-      nw[o * per + k] = (float)((double)x * s);
-    }
-    float b0 = 0;
-    if (bias) memcpy(&b0, (const char *)bias + (size_t)o * 4, 4);
-    nb[o] = (float)(((double)b0 - (double)mean[o]) * s + (double)beta[o]);
+    double s = f32_at(scale, o) / sqrt(f32_at(var, o) + eps);
+    for (int64_t k = 0; k < per; k++) nw[o * per + k] = (float)(f32_at(wd, o * per + k) * s);
+    const double b0 = bias ? f32_at(bias, o) : 0.0;
+    nb[o] = (float)((b0 - f32_at(mean, o)) * s + f32_at(beta, o));
   }
   mg_shape bshape = {.rank = 1};
   bshape.d[0].v = M;
