@@ -35,6 +35,7 @@ suite "torchvision: interpreter agrees with PyTorch" bash tests/e2e/torchvision_
 suite "runtime kernels on aarch64 (clang cross-build, qemu)" bash tests/e2e/runtime_aarch64.sh
 suite "conformance (C backend): node >= 750, no unexpected failure" bash tests/e2e/conformance_c.sh "$BUILD/migc"
 suite "migc convert: project, runner, errors, --strict" bash tests/e2e/convert_cli.sh "$BUILD"
+suite "convert every conformance model under ASan+UBSan" bash tests/e2e/convert_all.sh "$ASAN/migc"
 suite "torchvision: generated C agrees with PyTorch (12 models x 2 exports)" bash tests/e2e/torchvision_c.sh "$BUILD"
 suite "generated C on gcc, clang and aarch64 (qemu)" bash tests/e2e/generated_portability.sh "$BUILD"
 suite "torch_reference.py: reference folders" bash tests/e2e/torch_reference.sh
