@@ -27,6 +27,10 @@
  * give SGEMM a block worth packing A for. */
 #define COL_MIN 64
 #define ALIGN_SLACK 16
+/* Fewest output positions for which im2col feeds SGEMM's packing directly. */
+#ifndef ROWS_MIN_POSITIONS
+#define ROWS_MIN_POSITIONS 128
+#endif
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
@@ -183,52 +187,57 @@ static void valid_range(int OW, int W, int s, int off, int *lo, int *hi) {
   *hi = max_int(*lo, min_int(h, OW));
 }
 
-/* Writes the columns q0 .. q0+nq-1 (output positions q = oh*OW + ow) of the im2col
- * matrix of one group: row r = (c*kh + ki)*kw + kj holds, for each position, the
- * input x[c][oh*sh - pt + ki*dh][ow*sw - pl + kj*dw], or 0 in the padding. col is
- * (Cg*kh*kw) x nq, row-major (ld nq), as SGEMM's B. x points at the group's first
- * channel. */
-static void im2col(const mg_conv2d_params *p, const float *x, int Cg, int q0, int nq,
-                   float *col) {
+/* One group's input as seen by im2col. */
+typedef struct {
+  const mg_conv2d_params *p;
+  const float *x; /* the group's first input channel */
+} im2col_src;
+
+/* Row k = (c*kh + ki)*kw + kj of one group's im2col matrix, columns (output
+ * positions q = oh*OW + ow) q0 .. q0+nq-1, into d: for each position the input
+ * x[c][oh*sh - pt + ki*dh][ow*sw - pl + kj*dw], or 0 in the padding. Padding is
+ * handled by ranges per output row (valid_range), stride-1 runs by memcpy. */
+static void im2col_row(const void *ctx, int k, int q0, int nq, float *d) {
+  const im2col_src *src = (const im2col_src *)ctx;
+  const mg_conv2d_params *p = src->p;
   const int OW = p->OW, W = p->W, H = p->H, sw = p->stride_w;
-  int c, ki, kj;
-  for (c = 0; c < Cg; c++) {
-    const float *xc = x + (size_t)c * H * W;
-    for (ki = 0; ki < p->kh; ki++) {
-      for (kj = 0; kj < p->kw; kj++) {
-        const int offw = kj * p->dil_w - p->pad_l;
-        int lo, hi, q = q0, oh = q0 / OW, ow0 = q0 % OW;
-        float *d = col;
-        valid_range(OW, W, sw, offw, &lo, &hi);
-        /* one output row (or the part of it inside the chunk) at a time */
-        while (q < q0 + nq) {
-          const int ow1 = min_int(OW, ow0 + (q0 + nq - q));
-          const int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
-          int ow;
-          if (ih < 0 || ih >= H) {
-            for (ow = ow0; ow < ow1; ow++) *d++ = 0.0f;
-          } else {
-            /* input column of ow is ow*sw + offw, inside the row for lo <= ow < hi */
-            const float *xr = xc + (size_t)ih * W;
-            const int l = max_int(ow0, lo), h = min_int(ow1, hi);
-            for (ow = ow0; ow < l && ow < ow1; ow++) *d++ = 0.0f;
-            if (sw == 1 && h > l) {
-              memcpy(d, xr + l + offw, (size_t)(h - l) * sizeof(float));
-              d += h - l;
-              ow = h;
-            } else {
-              for (; ow < h; ow++) *d++ = xr[ow * sw + offw];
-            }
-            for (; ow < ow1; ow++) *d++ = 0.0f;
-          }
-          q += ow1 - ow0;
-          oh++;
-          ow0 = 0;
-        }
-        col += nq;
+  const int kj = k % p->kw, ki = k / p->kw % p->kh, c = k / (p->kw * p->kh);
+  const float *xc = src->x + (size_t)c * H * W;
+  const int offw = kj * p->dil_w - p->pad_l;
+  int lo, hi, q = q0, oh = q0 / OW, ow0 = q0 % OW;
+  valid_range(OW, W, sw, offw, &lo, &hi);
+  /* one output row (or the part of it inside the chunk) at a time */
+  while (q < q0 + nq) {
+    const int ow1 = min_int(OW, ow0 + (q0 + nq - q));
+    const int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
+    int ow;
+    if (ih < 0 || ih >= H) {
+      for (ow = ow0; ow < ow1; ow++) *d++ = 0.0f;
+    } else {
+      /* input column of ow is ow*sw + offw, inside the row for lo <= ow < hi */
+      const float *xr = xc + (size_t)ih * W;
+      const int l = max_int(ow0, lo), h = min_int(ow1, hi);
+      for (ow = ow0; ow < l && ow < ow1; ow++) *d++ = 0.0f;
+      if (sw == 1 && h > l) {
+        memcpy(d, xr + l + offw, (size_t)(h - l) * sizeof(float));
+        d += h - l;
+        ow = h;
+      } else {
+        for (; ow < h; ow++) *d++ = xr[ow * sw + offw];
       }
+      for (; ow < ow1; ow++) *d++ = 0.0f;
     }
+    q += ow1 - ow0;
+    oh++;
+    ow0 = 0;
   }
+}
+
+/* Writes the columns q0 .. q0+nq-1 of the whole im2col matrix of one group (K =
+ * Cg*kh*kw rows, see im2col_row) into col, row-major (ld nq), as SGEMM's B. */
+static void im2col(const im2col_src *src, int K, int q0, int nq, float *col) {
+  int k;
+  for (k = 0; k < K; k++) im2col_row(src, k, q0, nq, col + (size_t)k * nq);
 }
 
 /* Columns per im2col chunk for a kernel of K = Cg*kh*kw rows: all of OH*OW when it
@@ -250,12 +259,21 @@ static int is_pointwise(const mg_conv2d_params *p) {
          p->pad_t == 0 && p->pad_l == 0 && p->pad_b == 0 && p->pad_r == 0;
 }
 
+/* Whether a general convolution packs its im2col straight into SGEMM's panels
+ * (mg_sgemm_rows) rather than materialising column chunks for mg_sgemm: worth it
+ * when there are enough output positions that mg_sgemm would not rather compute
+ * the transposed product. */
+static int use_rows(const mg_conv2d_params *p) {
+  return p->OH * p->OW >= ROWS_MIN_POSITIONS;
+}
+
 size_t mg_conv2d_scratch(const mg_conv2d_params *p) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   const int K = Cg * p->kh * p->kw;
   int cols;
   if (is_depthwise(p)) return 0;
   if (is_pointwise(p)) return mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
+  if (use_rows(p)) return mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
   cols = chunk_cols(p, K);
   return ALIGN_SLACK + (size_t)K * cols + mg_sgemm_scratch(Mg, cols, K);
 }
@@ -500,14 +518,20 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
         /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW] */
         mg_sgemm(Mg, npos, Cg, 1.0f, wg, Cg, 0, xg, npos, 0, 0.0f, yg, npos, scratch);
         mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+      } else if (use_rows(p)) {
+        /* im2col produced row segment by row segment while SGEMM packs B */
+        const im2col_src src = {p, xg};
+        mg_sgemm_rows(Mg, npos, K, wg, K, im2col_row, &src, yg, npos, scratch);
+        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
       } else {
+        const im2col_src src = {p, xg};
         const int cols = chunk_cols(p, K);
         float *col = align64(scratch);
         float *gemm_scratch = col + (size_t)K * cols;
         int q0;
         for (q0 = 0; q0 < npos; q0 += cols) {
           const int nq = min_int(cols, npos - q0);
-          im2col(p, xg, Cg, q0, nq, col);
+          im2col(&src, K, q0, nq, col);
           /* y[:, q0..q0+nq] = w[Mg x K] * col[K x nq]; the epilogue runs on the
            * chunk while it is still in cache */
           mg_sgemm(Mg, nq, K, 1.0f, wg, K, 0, col, nq, 0, 0.0f, yg + q0, npos,
