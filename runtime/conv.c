@@ -142,6 +142,15 @@ static void bias_act_row(float *y, int n, float bias, mg_act act, float a, float
   int i = 0;
 #if defined(MG_CONV_AVX2)
   i = bias_act_avx2(y, n, bias, act, a, b);
+  if (i < n && n - i < 8 && act != MG_ACT_NONE) {
+    /* the last partial vector through a full one on the stack */
+    float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    memcpy(t, y + i, sizeof(float) * (size_t)(n - i));
+    if (bias_act_avx2(t, 8, bias, act, a, b) == 8) {
+      memcpy(y + i, t, sizeof(float) * (size_t)(n - i));
+      return;
+    }
+  }
 #endif
   switch (act) {
   case MG_ACT_NONE:
@@ -447,7 +456,8 @@ static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const 
           }
         }
         run(nv, rows, wc, b0, out);
-        bias_act_row(out, OW, 0.0f, p->act, p->act_a, p->act_b);
+        /* whole vectors: the values past OW are finite and never copied out */
+        bias_act_row(out, nv, 0.0f, p->act, p->act_a, p->act_b);
         memcpy(yc + (size_t)oh * OW, out, sizeof(float) * (size_t)OW);
       }
     }
