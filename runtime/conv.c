@@ -27,6 +27,10 @@
  * give SGEMM a block worth packing A for. */
 #define COL_MIN 64
 #define ALIGN_SLACK 16
+/* Fewest output positions for which im2col feeds SGEMM's packing directly. */
+#ifndef ROWS_MIN_POSITIONS
+#define ROWS_MIN_POSITIONS 128
+#endif
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
@@ -70,29 +74,104 @@ static float act1(float v, mg_act act, float a, float b) {
   return v;
 }
 
+#if defined(MG_CONV_AVX2)
+/* exp(x) for 8 lanes, x finite: Cephes' expf (range reduction by ln 2 in two parts,
+ * degree-6 polynomial, 2^n from the exponent bits), within about 2 ulp of expf.
+ * x is clamped to [-87.3, 88.3] so 2^n stays a normal float; callers that can see
+ * NaN restore it themselves. */
+static __m256 exp8(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  __m256 fx, r, p;
+  __m256i e;
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
+  p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, one));
+  e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* The vector part of bias_act_row for the activations that have one: returns how
+ * many leading values (a multiple of 8) it did. max/min take the threshold first
+ * so a NaN input comes out of them unchanged (they return their second operand
+ * when either is NaN); the sigmoids put NaN back after exp8's clamp. */
+static int bias_act_avx2(float *y, int n, float bias, mg_act act, float a, float b) {
+  const __m256 vbias = _mm256_set1_ps(bias), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  int i = 0;
+  switch (act) {
+  case MG_ACT_RELU:
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(y + i, _mm256_max_ps(zero, _mm256_add_ps(_mm256_loadu_ps(y + i), vbias)));
+    break;
+  case MG_ACT_CLIP:
+    for (; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_add_ps(_mm256_loadu_ps(y + i), vbias);
+      _mm256_storeu_ps(y + i, _mm256_min_ps(vb, _mm256_max_ps(va, v)));
+    }
+    break;
+  case MG_ACT_SIGMOID:
+  case MG_ACT_SILU:
+    for (; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_add_ps(_mm256_loadu_ps(y + i), vbias);
+      __m256 r = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, v))));
+      if (act == MG_ACT_SILU) r = _mm256_mul_ps(v, r);
+      r = _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      _mm256_storeu_ps(y + i, r);
+    }
+    break;
+  default:
+    break;
+  }
+  return i;
+}
+#endif
+
 /* Bias and activation over one row of n values. The common cheap cases get loops
- * of their own so they vectorise; the rest call act1 per element. */
+ * of their own so they vectorise (AVX2: explicitly, with a vector exp for the
+ * sigmoids); the rest call act1 per element. */
 static void bias_act_row(float *y, int n, float bias, mg_act act, float a, float b) {
-  int i;
+  int i = 0;
+#if defined(MG_CONV_AVX2)
+  i = bias_act_avx2(y, n, bias, act, a, b);
+  if (i < n && n - i < 8 && act != MG_ACT_NONE) {
+    /* the last partial vector through a full one on the stack */
+    float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    memcpy(t, y + i, sizeof(float) * (size_t)(n - i));
+    if (bias_act_avx2(t, 8, bias, act, a, b) == 8) {
+      memcpy(y + i, t, sizeof(float) * (size_t)(n - i));
+      return;
+    }
+  }
+#endif
   switch (act) {
   case MG_ACT_NONE:
     if (bias != 0.0f)
-      for (i = 0; i < n; i++) y[i] += bias;
+      for (; i < n; i++) y[i] += bias;
     return;
   case MG_ACT_RELU:
-    for (i = 0; i < n; i++) {
+    for (; i < n; i++) {
       float v = y[i] + bias;
       y[i] = v < 0.0f ? 0.0f : v;
     }
     return;
   case MG_ACT_CLIP:
-    for (i = 0; i < n; i++) {
+    for (; i < n; i++) {
       float v = y[i] + bias;
-      y[i] = v < a ? a : (v > b ? b : v);
+      v = v < a ? a : v;
+      y[i] = v > b ? b : v;
     }
     return;
   default:
-    for (i = 0; i < n; i++) y[i] = act1(y[i] + bias, act, a, b);
+    for (; i < n; i++) y[i] = act1(y[i] + bias, act, a, b);
     return;
   }
 }
@@ -117,52 +196,57 @@ static void valid_range(int OW, int W, int s, int off, int *lo, int *hi) {
   *hi = max_int(*lo, min_int(h, OW));
 }
 
-/* Writes the columns q0 .. q0+nq-1 (output positions q = oh*OW + ow) of the im2col
- * matrix of one group: row r = (c*kh + ki)*kw + kj holds, for each position, the
- * input x[c][oh*sh - pt + ki*dh][ow*sw - pl + kj*dw], or 0 in the padding. col is
- * (Cg*kh*kw) x nq, row-major (ld nq), as SGEMM's B. x points at the group's first
- * channel. */
-static void im2col(const mg_conv2d_params *p, const float *x, int Cg, int q0, int nq,
-                   float *col) {
+/* One group's input as seen by im2col. */
+typedef struct {
+  const mg_conv2d_params *p;
+  const float *x; /* the group's first input channel */
+} im2col_src;
+
+/* Row k = (c*kh + ki)*kw + kj of one group's im2col matrix, columns (output
+ * positions q = oh*OW + ow) q0 .. q0+nq-1, into d: for each position the input
+ * x[c][oh*sh - pt + ki*dh][ow*sw - pl + kj*dw], or 0 in the padding. Padding is
+ * handled by ranges per output row (valid_range), stride-1 runs by memcpy. */
+static void im2col_row(const void *ctx, int k, int q0, int nq, float *d) {
+  const im2col_src *src = (const im2col_src *)ctx;
+  const mg_conv2d_params *p = src->p;
   const int OW = p->OW, W = p->W, H = p->H, sw = p->stride_w;
-  int c, ki, kj;
-  for (c = 0; c < Cg; c++) {
-    const float *xc = x + (size_t)c * H * W;
-    for (ki = 0; ki < p->kh; ki++) {
-      for (kj = 0; kj < p->kw; kj++) {
-        const int offw = kj * p->dil_w - p->pad_l;
-        int lo, hi, q = q0, oh = q0 / OW, ow0 = q0 % OW;
-        float *d = col;
-        valid_range(OW, W, sw, offw, &lo, &hi);
-        /* one output row (or the part of it inside the chunk) at a time */
-        while (q < q0 + nq) {
-          const int ow1 = min_int(OW, ow0 + (q0 + nq - q));
-          const int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
-          int ow;
-          if (ih < 0 || ih >= H) {
-            for (ow = ow0; ow < ow1; ow++) *d++ = 0.0f;
-          } else {
-            /* input column of ow is ow*sw + offw, inside the row for lo <= ow < hi */
-            const float *xr = xc + (size_t)ih * W;
-            const int l = max_int(ow0, lo), h = min_int(ow1, hi);
-            for (ow = ow0; ow < l && ow < ow1; ow++) *d++ = 0.0f;
-            if (sw == 1 && h > l) {
-              memcpy(d, xr + l + offw, (size_t)(h - l) * sizeof(float));
-              d += h - l;
-              ow = h;
-            } else {
-              for (; ow < h; ow++) *d++ = xr[ow * sw + offw];
-            }
-            for (; ow < ow1; ow++) *d++ = 0.0f;
-          }
-          q += ow1 - ow0;
-          oh++;
-          ow0 = 0;
-        }
-        col += nq;
+  const int kj = k % p->kw, ki = k / p->kw % p->kh, c = k / (p->kw * p->kh);
+  const float *xc = src->x + (size_t)c * H * W;
+  const int offw = kj * p->dil_w - p->pad_l;
+  int lo, hi, q = q0, oh = q0 / OW, ow0 = q0 % OW;
+  valid_range(OW, W, sw, offw, &lo, &hi);
+  /* one output row (or the part of it inside the chunk) at a time */
+  while (q < q0 + nq) {
+    const int ow1 = min_int(OW, ow0 + (q0 + nq - q));
+    const int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
+    int ow;
+    if (ih < 0 || ih >= H) {
+      for (ow = ow0; ow < ow1; ow++) *d++ = 0.0f;
+    } else {
+      /* input column of ow is ow*sw + offw, inside the row for lo <= ow < hi */
+      const float *xr = xc + (size_t)ih * W;
+      const int l = max_int(ow0, lo), h = min_int(ow1, hi);
+      for (ow = ow0; ow < l && ow < ow1; ow++) *d++ = 0.0f;
+      if (sw == 1 && h > l) {
+        memcpy(d, xr + l + offw, (size_t)(h - l) * sizeof(float));
+        d += h - l;
+        ow = h;
+      } else {
+        for (; ow < h; ow++) *d++ = xr[ow * sw + offw];
       }
+      for (; ow < ow1; ow++) *d++ = 0.0f;
     }
+    q += ow1 - ow0;
+    oh++;
+    ow0 = 0;
   }
+}
+
+/* Writes the columns q0 .. q0+nq-1 of the whole im2col matrix of one group (K =
+ * Cg*kh*kw rows, see im2col_row) into col, row-major (ld nq), as SGEMM's B. */
+static void im2col(const im2col_src *src, int K, int q0, int nq, float *col) {
+  int k;
+  for (k = 0; k < K; k++) im2col_row(src, k, q0, nq, col + (size_t)k * nq);
 }
 
 /* Columns per im2col chunk for a kernel of K = Cg*kh*kw rows: all of OH*OW when it
@@ -184,12 +268,21 @@ static int is_pointwise(const mg_conv2d_params *p) {
          p->pad_t == 0 && p->pad_l == 0 && p->pad_b == 0 && p->pad_r == 0;
 }
 
+/* Whether a general convolution packs its im2col straight into SGEMM's panels
+ * (mg_sgemm_rows) rather than materialising column chunks for mg_sgemm: worth it
+ * when there are enough output positions that mg_sgemm would not rather compute
+ * the transposed product. */
+static int use_rows(const mg_conv2d_params *p) {
+  return p->OH * p->OW >= ROWS_MIN_POSITIONS;
+}
+
 size_t mg_conv2d_scratch(const mg_conv2d_params *p) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   const int K = Cg * p->kh * p->kw;
   int cols;
   if (is_depthwise(p)) return 0;
   if (is_pointwise(p)) return mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
+  if (use_rows(p)) return mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
   cols = chunk_cols(p, K);
   return ALIGN_SLACK + (size_t)K * cols + mg_sgemm_scratch(Mg, cols, K);
 }
@@ -219,15 +312,172 @@ static void tap_row(int n, float wv, const float *x, int s, float *y) {
   for (; ow < n; ow++) y[ow] += wv * x[(size_t)ow * s];
 }
 
+/* Output columns [lo, hi) whose every kernel tap reads inside the input row: the
+ * interior, where a row kernel needs no bounds logic. Empty (lo == hi) when no
+ * column qualifies. */
+static void interior_cols(const mg_conv2d_params *p, int *lo, int *hi) {
+  const int span = (p->kw - 1) * p->dil_w;
+  /* ow*s - pl >= 0 and ow*s - pl + span <= W - 1 */
+  int l = (p->pad_l + p->stride_w - 1) / p->stride_w;
+  int h = p->W - 1 - span + p->pad_l < 0 ? 0 : (p->W - 1 - span + p->pad_l) / p->stride_w + 1;
+  *lo = min_int(l, p->OW);
+  *hi = max_int(*lo, min_int(h, p->OW));
+}
+
+/* One output of a depthwise channel with bounds checks on every tap: the border
+ * columns and rows, and any shape without a specialised row kernel. */
+static float dw_point(const mg_conv2d_params *p, const float *xc, const float *wc,
+                      float acc, int oh, int ow) {
+  int ki, kj;
+  for (ki = 0; ki < p->kh; ki++) {
+    const int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
+    if (ih < 0 || ih >= p->H) continue;
+    for (kj = 0; kj < p->kw; kj++) {
+      const int iw = ow * p->stride_w - p->pad_l + kj * p->dil_w;
+      if (iw >= 0 && iw < p->W) acc += wc[ki * p->kw + kj] * xc[(size_t)ih * p->W + iw];
+    }
+  }
+  return acc;
+}
+
+/* y[i] = b + sum over taps (r, j) of w[r*K + j] * rows[r][i*S + j], i < n: one
+ * output row of a KxK, stride-S, undilated depthwise kernel over K padded input
+ * rows (rows[r][i*S + j] is the input or padding of tap (r, j) of output i; each
+ * row has at least n*S + K + 8 readable floats). K and S are constants after inlining, so the tap loops
+ * unroll and the loop over i vectorises (AVX2: explicit; else the compiler). */
+static inline void dw_run(int K, int S, int n, const float *const *rows,
+                          const float *w, float b, float *y) {
+  int i = 0, r, j;
+#if defined(MG_CONV_AVX2)
+  __m256 wv[25];
+  const __m256 vb = _mm256_set1_ps(b);
+  for (r = 0; r < K * K; r++) wv[r] = _mm256_set1_ps(w[r]);
+  if (S == 1) {
+    for (; i + 8 <= n; i += 8) {
+      __m256 acc = vb;
+      for (r = 0; r < K; r++)
+        for (j = 0; j < K; j++)
+          acc = _mm256_fmadd_ps(wv[r * K + j], _mm256_loadu_ps(rows[r] + i + j), acc);
+      _mm256_storeu_ps(y + i, acc);
+    }
+  } else if (S == 2) {
+    /* even lanes of 16 consecutive inputs; the second load reaches one input past
+     * the last this vector uses, which the caller's rows have room for */
+    const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    for (; i + 8 <= n; i += 8) {
+      __m256 acc = vb;
+      for (r = 0; r < K; r++)
+        for (j = 0; j < K; j++) {
+          const float *s = rows[r] + 2 * i + j;
+          const __m256 ev = _mm256_permutevar8x32_ps(
+              _mm256_shuffle_ps(_mm256_loadu_ps(s), _mm256_loadu_ps(s + 8), 0x88), perm);
+          acc = _mm256_fmadd_ps(wv[r * K + j], ev, acc);
+        }
+      _mm256_storeu_ps(y + i, acc);
+    }
+  }
+#endif
+  for (; i < n; i++) {
+    float acc = b;
+    for (r = 0; r < K; r++)
+      for (j = 0; j < K; j++) acc += w[r * K + j] * rows[r][i * S + j];
+    y[i] = acc;
+  }
+}
+
+/* The specialised interior kernels: the 3x3 and 5x5 depthwise layers of the
+ * mobilenets, efficientnets and deeplab, at strides 1 and 2. */
+static void dw_run_3s1(int n, const float *const *r, const float *w, float b, float *y) {
+  dw_run(3, 1, n, r, w, b, y);
+}
+static void dw_run_3s2(int n, const float *const *r, const float *w, float b, float *y) {
+  dw_run(3, 2, n, r, w, b, y);
+}
+static void dw_run_5s1(int n, const float *const *r, const float *w, float b, float *y) {
+  dw_run(5, 1, n, r, w, b, y);
+}
+static void dw_run_5s2(int n, const float *const *r, const float *w, float b, float *y) {
+  dw_run(5, 2, n, r, w, b, y);
+}
+
+typedef void (*dw_run_fn)(int, const float *const *, const float *, float, float *);
+
+/* The specialised interior kernel for p's shape, or NULL. */
+static dw_run_fn dw_pick(const mg_conv2d_params *p) {
+  if (p->kh != p->kw || p->dil_h != 1 || p->dil_w != 1 || p->stride_h != p->stride_w)
+    return NULL;
+  if (p->kh == 3) return p->stride_w == 1 ? dw_run_3s1 : p->stride_w == 2 ? dw_run_3s2 : NULL;
+  if (p->kh == 5) return p->stride_w == 1 ? dw_run_5s1 : p->stride_w == 2 ? dw_run_5s2 : NULL;
+  return NULL;
+}
+
+/* Padded-row depthwise: the longest padded input row (floats) the stack ring
+ * holds. Wider layers take the direct path. */
+#define DW_ROW_MAX 1280
+
+/* Depthwise KxK (K = 3 or 5), stride S = 1 or 2, undilated, through a ring of K
+ * zero-padded input rows on the stack: input row ih lives in slot ih % K from
+ * column pad_l on, the columns around it stay zero, and rows outside the image read
+ * a zero row. The row kernel then runs over whole vectors of outputs with no border
+ * logic (into a stack row, whose first OW values, activated, are the output row).
+ * Returns 0, doing nothing, when a padded row would not fit the ring. */
+static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const float *w,
+                               const float *bias, float *y, dw_run_fn run) {
+  const int K = p->kh, S = p->stride_w, mult = p->M / p->C;
+  const int OH = p->OH, OW = p->OW, H = p->H, W = p->W;
+  /* whole vectors of 8 outputs; the S == 2 kernel reads 8 past its last input */
+  const int nv = (OW + 7) / 8 * 8, width = nv * S + K + 8;
+  float ring[5 * DW_ROW_MAX], zero[DW_ROW_MAX], out[DW_ROW_MAX];
+  const float *rows[5];
+  int n, oc, oh, ki, have;
+  if (width > DW_ROW_MAX || p->pad_l + W > width) return 0;
+  memset(ring, 0, sizeof(float) * (size_t)K * width);
+  memset(zero, 0, sizeof(float) * (size_t)width);
+  for (n = 0; n < p->N; n++) {
+    for (oc = 0; oc < p->M; oc++) {
+      const float *xc = x + ((size_t)n * p->C + oc / mult) * H * W;
+      const float *wc = w + (size_t)oc * K * K;
+      float *yc = y + ((size_t)n * p->M + oc) * OH * OW;
+      const float b0 = bias ? bias[oc] : 0.0f;
+      have = -1; /* input rows up to `have` are in the ring */
+      for (oh = 0; oh < OH; oh++) {
+        const int ih0 = oh * p->stride_h - p->pad_t;
+        for (ki = 0; ki < K; ki++) {
+          const int ih = ih0 + ki;
+          if (ih < 0 || ih >= H) {
+            rows[ki] = zero;
+            continue;
+          }
+          rows[ki] = ring + (size_t)(ih % K) * width;
+          if (ih > have) {
+            memcpy(ring + (size_t)(ih % K) * width + p->pad_l, xc + (size_t)ih * W,
+                   sizeof(float) * (size_t)W);
+            have = ih;
+          }
+        }
+        run(nv, rows, wc, b0, out);
+        /* whole vectors: the values past OW are finite and never copied out */
+        bias_act_row(out, nv, 0.0f, p->act, p->act_a, p->act_b);
+        memcpy(yc + (size_t)oh * OW, out, sizeof(float) * (size_t)OW);
+      }
+    }
+  }
+  return 1;
+}
+
 /* Depthwise convolution: group == C, output channel oc reads input channel
- * oc / (M/C) only. Each output row starts at the bias and accumulates one kernel
- * tap at a time over its valid column range (taps reading padding are skipped), so
- * the inner loop is a plain strided multiply-add with no bounds checks. */
+ * oc / (M/C) only. Shapes with a specialised row kernel go through the padded ring
+ * (conv_depthwise_ring); the rest split each output row into border columns
+ * (dw_point, taps checked one by one) and the interior [lo, hi), computed one tap
+ * at a time with no bounds logic. The activation runs on the row while it is in L1. */
 static void conv_depthwise(const mg_conv2d_params *p, const float *x, const float *w,
                            const float *bias, float *y) {
   const int mult = p->M / p->C, khw = p->kh * p->kw;
-  const int OH = p->OH, OW = p->OW, H = p->H, W = p->W;
-  int n, oc, oh, ki, kj, ow;
+  const int OH = p->OH, OW = p->OW, H = p->H, W = p->W, sw = p->stride_w;
+  const dw_run_fn run = dw_pick(p);
+  int n, oc, oh, ki, kj, ow, lo, hi;
+  if (run && conv_depthwise_ring(p, x, w, bias, y, run)) return;
+  interior_cols(p, &lo, &hi);
   for (n = 0; n < p->N; n++) {
     for (oc = 0; oc < p->M; oc++) {
       const float *xc = x + ((size_t)n * p->C + oc / mult) * H * W;
@@ -236,18 +486,18 @@ static void conv_depthwise(const mg_conv2d_params *p, const float *x, const floa
       const float b0 = bias ? bias[oc] : 0.0f;
       for (oh = 0; oh < OH; oh++) {
         float *yr = yc + (size_t)oh * OW;
-        for (ow = 0; ow < OW; ow++) yr[ow] = b0;
-        for (ki = 0; ki < p->kh; ki++) {
-          const int ih = oh * p->stride_h - p->pad_t + ki * p->dil_h;
-          if (ih < 0 || ih >= H) continue;
-          for (kj = 0; kj < p->kw; kj++) {
-            const int off = kj * p->dil_w - p->pad_l;
-            int lo, hi;
-            valid_range(OW, W, p->stride_w, off, &lo, &hi);
-            if (hi > lo)
+        const int ih0 = oh * p->stride_h - p->pad_t;
+        for (ow = 0; ow < lo; ow++) yr[ow] = dw_point(p, xc, wc, b0, oh, ow);
+        for (ow = hi; ow < OW; ow++) yr[ow] = dw_point(p, xc, wc, b0, oh, ow);
+        if (hi > lo) {
+          for (ow = lo; ow < hi; ow++) yr[ow] = b0;
+          for (ki = 0; ki < p->kh; ki++) {
+            const int ih = ih0 + ki * p->dil_h;
+            if (ih < 0 || ih >= H) continue;
+            for (kj = 0; kj < p->kw; kj++)
               tap_row(hi - lo, wc[ki * p->kw + kj],
-                      xc + (size_t)ih * W + (ptrdiff_t)lo * p->stride_w + off,
-                      p->stride_w, yr + lo);
+                      xc + (size_t)ih * W + (size_t)(lo * sw - p->pad_l + kj * p->dil_w),
+                      sw, yr + lo);
           }
         }
         if (p->act != MG_ACT_NONE) bias_act_row(yr, OW, 0.0f, p->act, p->act_a, p->act_b);
@@ -278,14 +528,20 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
         /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW] */
         mg_sgemm(Mg, npos, Cg, 1.0f, wg, Cg, 0, xg, npos, 0, 0.0f, yg, npos, scratch);
         mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+      } else if (use_rows(p)) {
+        /* im2col produced row segment by row segment while SGEMM packs B */
+        const im2col_src src = {p, xg};
+        mg_sgemm_rows(Mg, npos, K, wg, K, im2col_row, &src, yg, npos, scratch);
+        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
       } else {
+        const im2col_src src = {p, xg};
         const int cols = chunk_cols(p, K);
         float *col = align64(scratch);
         float *gemm_scratch = col + (size_t)K * cols;
         int q0;
         for (q0 = 0; q0 < npos; q0 += cols) {
           const int nq = min_int(cols, npos - q0);
-          im2col(p, xg, Cg, q0, nq, col);
+          im2col(&src, K, q0, nq, col);
           /* y[:, q0..q0+nq] = w[Mg x K] * col[K x nq]; the epilogue runs on the
            * chunk while it is still in cache */
           mg_sgemm(Mg, nq, K, 1.0f, wg, K, 0, col, nq, 0, 0.0f, yg + q0, npos,

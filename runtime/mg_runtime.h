@@ -120,6 +120,18 @@ void mg_sgemm(int M, int N, int K, float alpha, const float *A, int lda, int tra
               const float *B, int ldb, int transB, float beta, float *C, int ldc,
               float *scratch);
 
+/* Writes row k of a K x N matrix B, columns j0 .. j0 + n - 1, to out[0 .. n):
+ * the producer of mg_sgemm_rows' B, e.g. an im2col that never materialises. */
+typedef void (*mg_sgemm_row_fn)(const void *ctx, int k, int j0, int n, float *out);
+
+/* C = A * B (alpha 1, beta 0: C is write-only) with A M x K row-major (lda >= K),
+ * C M x N (ldc >= N) and B produced a row segment at a time by row(ctx, ...) while
+ * it is packed, so B is never stored whole. Same blocking and micro-kernel as
+ * mg_sgemm; scratch holds mg_sgemm_rows_scratch(M, N, K) floats. */
+void mg_sgemm_rows(int M, int N, int K, const float *A, int lda, mg_sgemm_row_fn row,
+                   const void *ctx, float *C, int ldc, float *scratch);
+size_t mg_sgemm_rows_scratch(int M, int N, int K);
+
 /* ---------------------------------------------------------- activations */
 
 /* The activations a convolution (or mg_bias_act) can apply to its result. The two

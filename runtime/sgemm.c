@@ -68,6 +68,11 @@
 #define NC_MAX ((MG_SGEMM_NC) / NR > 0 ? (MG_SGEMM_NC) / NR * NR : NR)
 #define KC_MAX ((MG_SGEMM_KC) > 0 ? (MG_SGEMM_KC) : 1)
 
+/* Shallowest K for which mg_sgemm computes C^T to use its tiles better: below it
+ * the transposed tile stores (scalar, one C column at a time) cost more than the
+ * tile waste they save (mobilenet's 32 -> 16 pointwise conv: 41 -> 64 GFLOP/s). */
+#define TRANSPOSE_MIN_K 64
+
 /* Slack for aligning a buffer to 64 bytes (a cache line) inside scratch. */
 #define ALIGN_SLACK 16
 
@@ -137,6 +142,33 @@ static void pack_a(int mc, int kc, const float *A, int lda, int transA, int i0, 
   }
 }
 
+#if defined(MG_SGEMM_AVX2)
+/* d[c*ldd + r] = s[r*lds + c] for r, c < 8: one 8x8 block transposed in ymm
+ * registers (unpack pairs, then 64-bit shuffles, then 128-bit lane swaps). */
+static void transpose8x8(const float *s, int lds, float *d, int ldd) {
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + (size_t)lds),
+         r2 = _mm256_loadu_ps(s + (size_t)2 * lds), r3 = _mm256_loadu_ps(s + (size_t)3 * lds),
+         r4 = _mm256_loadu_ps(s + (size_t)4 * lds), r5 = _mm256_loadu_ps(s + (size_t)5 * lds),
+         r6 = _mm256_loadu_ps(s + (size_t)6 * lds), r7 = _mm256_loadu_ps(s + (size_t)7 * lds);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+         t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
+         t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+         t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+         u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+         u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+         u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(d + (size_t)ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(d + (size_t)2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(d + (size_t)3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(d + (size_t)4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(d + (size_t)5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(d + (size_t)6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(d + (size_t)7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
+
 /* Packs the kc x nc block of op(B) at (k0, j0) into NR-column panels: panel r holds
  * columns r*NR.. as kc groups of NR consecutive floats (one row of the panel),
  * columns past nc zero. dst holds kc * round_up(nc, NR) floats. */
@@ -164,7 +196,17 @@ static void pack_b(int kc, int nc, const float *B, int ldb, int transB, int k0, 
   for (jr = 0; jr < nc; jr += NR) {
     const int nr = min_int(NR, nc - jr);
     const float *col = B + (size_t)(j0 + jr) * ldb + k0;
-    for (p = 0; p < kc; p++) {
+    p = 0;
+#if defined(MG_SGEMM_AVX2)
+    /* full panels: 8x8 blocks transposed in registers, so each of the nr rows is
+     * read 32 bytes at a time instead of 4 */
+    if (nr == NR)
+      for (; p + 8 <= kc; p += 8) {
+        transpose8x8(col + p, ldb, dst + (size_t)p * NR, NR);
+        transpose8x8(col + (size_t)8 * ldb + p, ldb, dst + (size_t)p * NR + 8, NR);
+      }
+#endif
+    for (; p < kc; p++) {
       float *d = dst + (size_t)p * NR;
       for (j = 0; j < nr; j++) d[j] = col[(size_t)j * ldb + p];
       for (; j < NR; j++) d[j] = 0.0f;
@@ -181,6 +223,18 @@ static void pack_b(int kc, int nc, const float *B, int ldb, int transB, int k0, 
 static void store_tile(const float *ab, int mr, int nr, float alpha, float beta,
                        float *c, int rsc, int csc) {
   int i, j;
+  if (rsc == 1 && csc != 1) {
+    /* C^T computed (mg_sgemm's narrow-C case): a tile row is a column of C, so
+     * walk C row by row, mr contiguous floats each */
+    for (j = 0; j < nr; j++) {
+      float *cj = c + (size_t)j * csc;
+      if (beta == 0.0f)
+        for (i = 0; i < mr; i++) cj[i] = alpha * ab[i * NR + j];
+      else
+        for (i = 0; i < mr; i++) cj[i] = alpha * ab[i * NR + j] + beta * cj[i];
+    }
+    return;
+  }
   for (i = 0; i < mr; i++) {
     float *ci = c + (size_t)i * rsc;
     const float *abi = ab + i * NR;
@@ -551,6 +605,61 @@ static void blocked(int M, int N, int K, float alpha, const float *A, int lda, i
   }
 }
 
+/* pack_b's layout for a B given row by row through a callback: row(ctx, k0 + p,
+ * j0, nc, buf) writes B[k0 + p][j0 .. j0 + nc) into buf (nc <= NC_MAX floats, on
+ * the stack so it stays in L1), which is then scattered into the NR panels. */
+static void pack_b_rows(int kc, int nc, mg_sgemm_row_fn row, const void *ctx, int k0,
+                        int j0, float *dst) {
+  float buf[NC_MAX + NR];
+  const int nfull = nc / NR * NR;
+  int p, jr, j;
+  for (p = 0; p < kc; p++) {
+    float *d = dst + (size_t)p * NR;
+    row(ctx, k0 + p, j0, nc, buf);
+    for (jr = 0; jr < nfull; jr += NR, d += (size_t)NR * kc)
+      for (j = 0; j < NR; j++) d[j] = buf[jr + j];
+    if (jr < nc) {
+      for (j = 0; j < nc - jr; j++) d[j] = buf[jr + j];
+      for (; j < NR; j++) d[j] = 0.0f;
+    }
+  }
+}
+
+void mg_sgemm_rows(int M, int N, int K, const float *A, int lda, mg_sgemm_row_fn row,
+                   const void *ctx, float *C, int ldc, float *scratch) {
+  const int kcb = even_block(K, KC_MAX, 1);
+  const int mcb = even_block(M, MC_MAX, MR);
+  const int ncb = even_block(N, NC_MAX, NR);
+  float *pa = align64(scratch);
+  float *pb = align64(pa + (size_t)mcb * kcb);
+  int jc, pc, ic, jr, ir;
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  for (jc = 0; jc < N; jc += ncb) {
+    const int nc = min_int(ncb, N - jc);
+    for (pc = 0; pc < K; pc += kcb) {
+      const int kc = min_int(kcb, K - pc);
+      const float beta_k = pc == 0 ? 0.0f : 1.0f;
+      pack_b_rows(kc, nc, row, ctx, pc, jc, pb);
+      for (ic = 0; ic < M; ic += mcb) {
+        const int mc = min_int(mcb, M - ic);
+        pack_a(mc, kc, A, lda, 0, ic, pc, pa);
+        for (jr = 0; jr < nc; jr += NR) {
+          const int nr = min_int(NR, nc - jr);
+          const float *bp = pb + (size_t)jr * kc;
+          float *cj = C + (size_t)(jc + jr);
+          for (ir = 0; ir < mc; ir += MR)
+            kernel(kc, pa + (size_t)ir * kc, bp, cj + (size_t)(ic + ir) * ldc, ldc, 1,
+                   min_int(MR, mc - ir), nr, 1.0f, beta_k);
+        }
+      }
+    }
+  }
+}
+
+size_t mg_sgemm_rows_scratch(int M, int N, int K) {
+  return M <= 0 || N <= 0 || K <= 0 ? 0 : packed_size(M, N, K);
+}
+
 /* Useful fraction of the micro-tiles covering an m x n product. */
 static double tile_use(int m, int n) {
   return (double)m / round_up(m, MR) * ((double)n / round_up(n, NR));
@@ -580,8 +689,9 @@ void mg_sgemm(int M, int N, int K, float alpha, const float *A, int lda, int tra
     return;
   }
   /* A narrow C (resnet's last stage: N = 7*7 = 49 pixels, 1/16 of the last NR
-   * panel used) wastes less as C^T = op(B)^T op(A)^T, whose rows are the MR side. */
-  if (tile_use(N, M) > 1.05 * tile_use(M, N))
+   * panel used) wastes less as C^T = op(B)^T op(A)^T, whose rows are the MR side,
+   * when K is deep enough to pay for the transposed stores. */
+  if (tile_use(N, M) > 1.05 * tile_use(M, N) && K >= TRANSPOSE_MIN_K)
     blocked(N, M, K, alpha, B, ldb, !transB, A, lda, !transA, beta, C, 1, ldc, scratch);
   else
     blocked(M, N, K, alpha, A, lda, transA, B, ldb, transB, beta, C, ldc, 1, scratch);

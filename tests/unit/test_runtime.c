@@ -412,6 +412,34 @@ static void test_conv_layers(void **state) {
   p = conv(1, 1, 9, 9, 1, 3, 1, 1, 1, 0, MG_ACT_NONE); check_conv(&p, 0);
 }
 
+/* The specialised depthwise row kernels (3x3 and 5x5, strides 1 and 2, undilated)
+ * over widths from narrower than the kernel (no interior) to several vectors with
+ * odd tails, every padding up to K-1 on each side, multipliers 1 and 2. */
+static void test_conv_depthwise_specialised(void **state) {
+  mg_conv2d_params p;
+  int t;
+  (void)state;
+  for (t = 0; t < 240; t++) {
+    const int k = (t & 1) ? 5 : 3, s = (t & 2) ? 2 : 1;
+    memset(&p, 0, sizeof p);
+    p.N = rnd_int(1, 2);
+    p.group = p.C = rnd_int(1, 5);
+    p.M = p.C * rnd_int(1, 2);
+    p.H = rnd_int(1, 12);
+    p.W = rnd_int(1, 45);
+    p.kh = p.kw = k;
+    p.stride_h = p.stride_w = s;
+    p.dil_h = p.dil_w = 1;
+    p.pad_t = rnd_int(0, k - 1);
+    p.pad_l = rnd_int(0, k - 1);
+    p.pad_b = rnd_int(0, k - 1);
+    p.pad_r = rnd_int(0, k - 1);
+    rnd_act(&p.act, &p.act_a, &p.act_b);
+    if (!finish_params(&p) || p.group < 2) continue;
+    check_conv(&p, rnd() & 1);
+  }
+}
+
 static void test_conv_out_dim(void **state) {
   (void)state;
   assert_int_equal(mg_conv_out_dim(224, 7, 2, 1, 3, 3), 112);
@@ -432,6 +460,7 @@ int main(void) {
       cmocka_unit_test(test_conv_out_dim),
       cmocka_unit_test(test_conv_random),
       cmocka_unit_test(test_conv_depthwise),
+      cmocka_unit_test(test_conv_depthwise_specialised),
       cmocka_unit_test(test_conv_pointwise),
       cmocka_unit_test(test_conv_layers),
   };
