@@ -44,6 +44,8 @@ static void help(FILE *f) {
           "  --input-shape N=DIMS   fix graph input N's shape (e.g. input=1x3x224x224)\n"
           "  --embed-weights        weights as a const array in cpu/model_weights.c\n"
           "  --prefix NAME          C prefix of the generated API (default: model)\n"
+          "  --string-pool BYTES    per-instance pool for strings made at run time\n"
+          "                         (default 1048576; only models with string kernels)\n"
           "  --no-fuse, --no-fold-bn  keep activations / BatchNorm as separate kernels\n"
           "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n");
 }
@@ -134,6 +136,16 @@ int cmd_convert(int argc, char **argv) {
     else if (!strcmp(a, "--no-fuse")) o.no_fuse = 1;
     else if (!strcmp(a, "--no-fold-bn")) o.no_fold_bn = 1;
     else if (!strcmp(a, "--cpu-only")) cpu_only = 1;
+    else if (!strcmp(a, "--string-pool") && more) {
+      char *end;
+      errno = 0;
+      unsigned long long v = strtoull(argv[++i], &end, 10);
+      if (errno || *end || end == argv[i] || argv[i][0] == '-' || v < 1 || v > ((size_t)1 << 40)) {
+        fprintf(stderr, "migc convert: --string-pool wants a byte count from 1 to 2^40, got '%s'\n", argv[i]);
+        return EXIT_BAD_INPUT;
+      }
+      o.string_pool_bytes = (size_t)v;
+    }
     else if (!strcmp(a, "--input-shape") && more && n_ov < 32) {
       char *eq = strchr(argv[++i], '=');
       if (!eq || eq == argv[i] || mg_shape_parse(eq + 1, &ov[n_ov].shape)) {

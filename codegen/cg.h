@@ -24,8 +24,9 @@
 
 typedef struct cg_ctx cg_ctx;
 
-/* kernels.def flags */
-enum { CG_INPLACE = 1, CG_EPILOGUE = 2 };
+/* kernels.def flags; CG_STRINGS: the emitter takes string tensors (it checks
+ * them itself; the driver refuses string values at every other op but views) */
+enum { CG_INPLACE = 1, CG_EPILOGUE = 2, CG_STRINGS = 4 };
 
 #define KERNEL(name, flags) int cg_emit_##name(cg_ctx *c, const mg_node *n);
 #include "kernels.def"
@@ -58,6 +59,21 @@ const char *cg_f32s(cg_ctx *c, const float *v, int n);
 const char *cg_static(cg_ctx *c, const char *type, const char *init_fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A file-scope `static const char *const NAME[] = {...};` holding the n strings
+ * (C literals, bytes escaped) and its NAME. n may be 0 (one "" is emitted). */
+const char *cg_strs(cg_ctx *c, const char *const *v, int n);
+
+/* The expression of the instance's string pool ("&m->strings", an
+ * mg_rt_string_pool *) for kernels that make strings at run time; calling it
+ * gives the model a pool (cg_options.string_pool_bytes), emptied at each run. */
+const char *cg_string_pool(cg_ctx *c);
+
+/* For a value of run-time length (a graph output planned at its maximum shape,
+ * read by no node): the expression of the int64_t[rank] array the generated run
+ * must fill with its actual dims (the output's data dense in them). NULL for any
+ * other value: the emitter must then produce the planned shape exactly. */
+const char *cg_bounded_dims(cg_ctx *c, const mg_value *v);
+
 /* Scratch: floats_expr is a C expression (it may use cg_static names, e.g.
  * "mg_conv2d_scratch(&cg_s3)") for the floats of scratch this node needs; model_init
  * sizes one shared scratch buffer to the largest. Returns the expression of that
@@ -85,9 +101,11 @@ int cg_unsupported(cg_ctx *c, const mg_node *n, const char *fmt, ...)
 /* ------------------------------------------------------------ helpers */
 
 /* The C type for a dtype: "float", "double", "int64_t", ..., "uint8_t" for bool,
- * "uint16_t" for float16/bfloat16; NULL for string and complex types. */
+ * "uint16_t" for float16/bfloat16, "const char *" for string (only ops flagged
+ * CG_STRINGS see strings); NULL for complex types. */
 const char *cg_ctype(mg_dtype t);
-/* The mg_rt_dtype enumerator name ("MG_RT_F32"); NULL where cg_ctype is NULL. */
+/* The mg_rt_dtype enumerator name ("MG_RT_F32") of a numeric dtype; NULL for
+ * string and complex types (no numeric kernel takes them). */
 const char *cg_rt_dtype(mg_dtype t);
 /* Static dims of v into dims[] (MG_MAX_RANK); returns the rank. */
 int cg_dims(const mg_value *v, int64_t *dims);

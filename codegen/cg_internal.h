@@ -65,6 +65,8 @@ struct cg_ctx {
   cg_buffer *buffers;
   int n_buffers;
   size_t arena_bytes, lower_bound, weights_bytes;
+  char *bounded;          /* by value id: a graph output of run-time length (max shape planned) */
+  int uses_string_pool;   /* an emitter called cg_string_pool */
   const mg_node *cur;     /* node being emitted */
   int cur_failed;
 };
@@ -91,6 +93,12 @@ int cg_write_project(cg_ctx *c, const char *dir, const char *model_c, const char
 /* The text of model.c (returned) and of model.h (*model_h), both mg_malloc'd;
  * NULL on allocation failure. */
 char *cg_model_sources(cg_ctx *c, char **model_h);
+/* Bytes per element in generated code: mg_dtype_size, and 8 for a string
+ * (a const char *, 64-bit targets). */
+size_t cg_elem_bytes(mg_dtype t);
+/* Offset of graph output j's dims in the instance's out_dims[] (the sum of the
+ * ranks before it). */
+int cg_out_dims_offset(const mg_graph *g, int j);
 /* Flags of op from kernels.def; -1 when the op has no emitter. */
 int cg_kernel_flags(mg_op op);
 /* View ops: output = input 0's bytes, relabelled. */

@@ -21,7 +21,7 @@ static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
 static size_t value_bytes(const mg_value *v) {
   int64_t n = mg_shape_numel(&v->shape);
-  return n < 0 ? 0 : (size_t)n * mg_dtype_size(v->dtype);
+  return n < 0 ? 0 : (size_t)n * cg_elem_bytes(v->dtype);
 }
 
 static int graph_output_index(const mg_graph *g, const mg_value *v) {
@@ -224,7 +224,8 @@ int cg_plan(cg_ctx *c, cg_report *r) {
     c->place[v].at = CG_AT_NONE;
     c->place[v].root = -1;
     if (x->kind == MG_V_INPUT) continue;
-    if (x->data && (last[v] >= 0 || graph_output_index(g, x) >= 0)) {
+    /* string constants hold the compiler's pointers: never weights (refused at emission) */
+    if (x->data && x->dtype != MG_STRING && (last[v] >= 0 || graph_output_index(g, x) >= 0)) {
       c->place[v].at = CG_AT_WEIGHT;
       c->place[v].offset = woff;
       woff += round_up(x->nbytes ? x->nbytes : 1);

@@ -30,6 +30,15 @@ static void io_shape_decl(cg_ctx *c, cg_buf *b, const char *p, const char *kind,
   cg_buf_printf(b, "%s};\n", v->shape.rank ? "" : "0");
 }
 
+/* "const T" for an input parameter's element type ("const char *const" for
+ * strings; "const void" for a type with no C form), written to buf. */
+static const char *const_ptr_type(mg_dtype t, char *buf, size_t n) {
+  const char *ct = cg_ctype(t);
+  if (!ct) return "const void";
+  snprintf(buf, n, strchr(ct, '*') ? "%s const" : "const %s", ct);
+  return buf;
+}
+
 static void c_string(cg_buf *b, const char *s) {
   cg_buf_printf(b, "\"");
   for (; *s; s++) {
@@ -49,8 +58,9 @@ static void io_table(cg_ctx *c, cg_buf *b, const char *p, const char *kind, mg_v
     int64_t numel = mg_shape_numel(&v->shape);
     cg_buf_printf(b, "  {");
     c_string(b, v->name);
-    cg_buf_printf(b, ", %s, %d, %s_%s%d_shape, %zu},\n", cg_rt_dtype(v->dtype) ? cg_rt_dtype(v->dtype) : "MG_RT_F32",
-                  v->shape.rank, p, kind, i, numel < 0 ? (size_t)0 : (size_t)numel * mg_dtype_size(v->dtype));
+    const char *dt = v->dtype == MG_STRING ? "MG_RT_STRING" : cg_rt_dtype(v->dtype);
+    cg_buf_printf(b, ", %s, %d, %s_%s%d_shape, %zu},\n", dt ? dt : "MG_RT_F32", v->shape.rank, p, kind, i,
+                  numel < 0 ? (size_t)0 : (size_t)numel * cg_elem_bytes(v->dtype));
   }
   if (!n) cg_buf_printf(b, "  {\"\", MG_RT_F32, 0, 0, 0}\n");
   cg_buf_printf(b, "};\n");
@@ -102,6 +112,10 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   mg_graph *g = c->g;
   uint64_t hash = weights_hash(c);
   cg_buf h = {0}, b = {0};
+  size_t pool_bytes = !c->uses_string_pool ? 0 : c->o->string_pool_bytes ? c->o->string_pool_bytes : (size_t)1 << 20;
+  int n_out_dims = cg_out_dims_offset(g, g->n_outputs);
+  int any_bounded = 0;
+  for (int j = 0; j < g->n_outputs; j++) any_bounded |= c->bounded[g->outputs[j]->id];
 
   /* ---- model.h ---- */
   cg_buf_printf(&h,
@@ -118,15 +132,25 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf_printf(&h, "#define %s_ARENA_BYTES %zuu\n", P, c->arena_bytes);
   cg_buf_printf(&h, "/* Weights payload, in %s.weights%s. */\n#define %s_WEIGHTS_BYTES %zuu\n", p,
                 c->o->embed_weights ? " and embedded in weights.c" : "", P, c->weights_bytes);
-  cg_buf_printf(&h, "#define %s_N_INPUTS %d\n#define %s_N_OUTPUTS %d\n\n", P, g->n_inputs, P, g->n_outputs);
+  cg_buf_printf(&h, "#define %s_N_INPUTS %d\n#define %s_N_OUTPUTS %d\n", P, g->n_inputs, P, g->n_outputs);
+  cg_buf_printf(&h,
+                "/* String tensors are arrays of const char * (UTF-8, NUL-terminated). Strings made\n"
+                " * at run time go to a pool of this many bytes in the workspace (migc convert\n"
+                " * --string-pool BYTES), emptied at each run: output strings stay valid until the\n"
+                " * next run (and while the input strings do). A run that needs more returns\n"
+                " * MG_RT_ENOMEM. 0: the model makes no strings. */\n"
+                "#define %s_STRING_POOL_BYTES %zuu\n\n",
+                P, pool_bytes);
   cg_buf_printf(&h,
                 "typedef struct {\n"
                 "  unsigned char *arena;          /* %s_ARENA_BYTES, 64-byte aligned */\n"
                 "  float *scratch;                /* kernel scratch, after the arena */\n"
                 "  const unsigned char *weights;  /* the weights payload */\n"
                 "  void *owned_workspace, *owned_weights; /* freed by %s_free */\n"
+                "  mg_rt_string_pool strings;     /* %s_STRING_POOL_BYTES, after the scratch */\n"
+                "  int64_t out_dims[%d];           /* every output's dims after the last run */\n"
                 "} %s_t;\n\n",
-                P, p, p);
+                P, p, P, n_out_dims ? n_out_dims : 1, p);
   cg_buf_printf(&h, "/* Bytes of workspace %s_init_with() needs (any alignment). */\nsize_t %s_workspace_size(void);\n", p, p);
   cg_buf_printf(&h, "/* Loads weights from weights_path (the %s.weights file written with this source)\n"
                     " * and allocates the workspace. */\nint %s_init(%s_t *m, const char *weights_path);\n", p, p, p);
@@ -143,11 +167,17 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                     " * comparison); trace may be NULL. */\n"
                     "int %s_run_trace(%s_t *m, const void *const *inputs, void *const *outputs,\n"
                     "                 mg_rt_trace_fn trace, void *ctx);\n", p, p);
+  cg_buf_printf(&h,
+                "/* Output `output`'s dims after the last successful run (its rank of them): the\n"
+                " * static shape in %s_outputs, except for an output of run-time length%s,\n"
+                " * whose buffer holds the most and whose data is dense in these dims. */\n"
+                "const int64_t *%s_output_dims(const %s_t *m, int output);\n",
+                p, any_bounded ? " (this model has one)" : " (this model has none)", p, p);
   cg_buf_printf(&h, "int %s_run(%s_t *m", p, p);
   for (int i = 0; i < g->n_inputs; i++) {
-    char id[96];
+    char id[96], ty[64];
     cg_ident(g->inputs[i]->name, id, sizeof id);
-    cg_buf_printf(&h, ", const %s *in_%s", cg_ctype(g->inputs[i]->dtype) ? cg_ctype(g->inputs[i]->dtype) : "void", id);
+    cg_buf_printf(&h, ", %s *in_%s", const_ptr_type(g->inputs[i]->dtype, ty, sizeof ty), id);
   }
   for (int i = 0; i < g->n_outputs; i++) {
     char id[96];
@@ -170,14 +200,31 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf_printf(&b, "  (void)need;\n  return most;\n}\n\n");
   cg_buf_printf(&b,
                 "size_t %s_workspace_size(void) {\n"
-                "  return %s_ARENA_BYTES + scratch_floats() * sizeof(float) + 128;\n}\n\n",
-                p, P);
+                "  return %s_ARENA_BYTES + scratch_floats() * sizeof(float) + %s_STRING_POOL_BYTES + 128;\n}\n\n",
+                p, P, P);
+  cg_buf_printf(&b, "static const int64_t %s_out_dims_init[%d] = {", p, n_out_dims ? n_out_dims : 1);
+  for (int j = 0, k = 0; j < g->n_outputs; j++)
+    for (int r = 0; r < g->outputs[j]->shape.rank; r++)
+      cg_buf_printf(&b, "%s%lld", k++ ? ", " : "", (long long)g->outputs[j]->shape.d[r].v);
+  cg_buf_printf(&b, "%s};\n", n_out_dims ? "" : "0");
+  cg_buf_printf(&b, "static const int %s_out_dims_at[%d] = {", p, g->n_outputs ? g->n_outputs : 1);
+  for (int j = 0; j < g->n_outputs; j++) cg_buf_printf(&b, "%s%d", j ? ", " : "", cg_out_dims_offset(g, j));
+  cg_buf_printf(&b, "%s};\n\n", g->n_outputs ? "" : "0");
   cg_buf_printf(&b,
                 "static void place_workspace(%s_t *m, void *ws) {\n"
                 "  unsigned char *base = (unsigned char *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);\n"
                 "  m->arena = base;\n"
-                "  m->scratch = (float *)(base + %s_ARENA_BYTES);\n}\n\n",
-                p, P);
+                "  m->scratch = (float *)(base + %s_ARENA_BYTES);\n"
+                "  m->strings.base = (char *)(base + %s_ARENA_BYTES + scratch_floats() * sizeof(float));\n"
+                "  m->strings.cap = %s_STRING_POOL_BYTES;\n"
+                "  m->strings.used = 0;\n"
+                "  memcpy(m->out_dims, %s_out_dims_init, sizeof m->out_dims);\n}\n\n",
+                p, P, P, P, p);
+  cg_buf_printf(&b,
+                "const int64_t *%s_output_dims(const %s_t *m, int output) {\n"
+                "  if (!m || output < 0 || output >= %s_N_OUTPUTS) return 0;\n"
+                "  return m->out_dims + %s_out_dims_at[output];\n}\n\n",
+                p, p, P, p);
   cg_buf_printf(&b,
                 "static uint64_t read_le64(const unsigned char *q) {\n"
                 "  uint64_t v = 0;\n  int k;\n  for (k = 7; k >= 0; k--) v = (v << 8) | q[k];\n  return v;\n}\n\n"
@@ -243,7 +290,7 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  unsigned char *A;\n  const unsigned char *W;\n"
                 "  if (!m || !m->arena || (%s_WEIGHTS_BYTES && !m->weights)) return MG_RT_EARG;\n"
                 "  A = m->arena;\n  W = m->weights;\n  (void)A;\n  (void)W;\n  (void)in;\n  (void)out;\n"
-                "  (void)trace;\n  (void)tctx;\n",
+                "  (void)trace;\n  (void)tctx;\n  m->strings.used = 0;\n",
                 p, p, P);
   if (c->body.s) cg_buf_printf(&b, "%s", c->body.s);
   cg_buf_printf(&b, "  return MG_RT_OK;\n}\n\n");
@@ -253,9 +300,9 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 p, p, p);
   cg_buf_printf(&b, "int %s_run(%s_t *m", p, p);
   for (int i = 0; i < g->n_inputs; i++) {
-    char id[96];
+    char id[96], ty[64];
     cg_ident(g->inputs[i]->name, id, sizeof id);
-    cg_buf_printf(&b, ", const %s *in_%s", cg_ctype(g->inputs[i]->dtype) ? cg_ctype(g->inputs[i]->dtype) : "void", id);
+    cg_buf_printf(&b, ", %s *in_%s", const_ptr_type(g->inputs[i]->dtype, ty, sizeof ty), id);
   }
   for (int i = 0; i < g->n_outputs; i++) {
     char id[96];
@@ -287,10 +334,12 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "static int desc_run(void *m, const void *const *in, void *const *out) {\n"
                 "  return %s_run_v((%s_t *)m, in, out);\n}\n"
                 "static void desc_free(void *m) { %s_free((%s_t *)m); }\n"
+                "static const int64_t *desc_output_dims(void *m, int output) {\n"
+                "  return %s_output_dims((const %s_t *)m, output);\n}\n"
                 "static int desc_trace(void *m, const void *const *in, void *const *out, mg_rt_trace_fn t, void *x) {\n"
                 "  return %s_run_trace((%s_t *)m, in, out, t, x);\n}\n",
-                p, p, p, p, p, p);
-  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free,\n  desc_trace};\n",
+                p, p, p, p, p, p, p, p);
+  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free,\n  desc_trace, desc_output_dims};\n",
                 p, p, g->n_inputs, g->n_outputs, p, p, p);
   if (h.failed || b.failed) {
     cg_buf_free(&h);

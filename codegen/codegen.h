@@ -20,6 +20,7 @@ typedef struct {
   int no_fold_bn;      /* keep BatchNormalization nodes (tests) */
   int no_fuse;         /* no activation fusion (tests) */
   int no_runner;       /* write only the model sources and runtime (batched builds) */
+  size_t string_pool_bytes; /* per-instance pool for run-time strings; 0: 1 MiB */
 } cg_options;
 
 typedef struct {

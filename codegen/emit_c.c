@@ -104,8 +104,17 @@ const char *cg_ctype(mg_dtype t) {
   case MG_U16: case MG_F16: case MG_BF16: return "uint16_t";
   case MG_U32: return "uint32_t";
   case MG_U64: return "uint64_t";
+  case MG_STRING: return "const char *";
   default: return NULL;
   }
+}
+
+size_t cg_elem_bytes(mg_dtype t) { return t == MG_STRING ? 8 : mg_dtype_size(t); }
+
+int cg_out_dims_offset(const mg_graph *g, int j) {
+  int off = 0;
+  for (int i = 0; i < j && i < g->n_outputs; i++) off += g->outputs[i]->shape.rank > 0 ? g->outputs[i]->shape.rank : 0;
+  return off;
 }
 
 const char *cg_rt_dtype(mg_dtype t) {
@@ -187,6 +196,16 @@ static const char *pointer(cg_ctx *c, const mg_value *v, int writable, const cha
     return "0";
   }
   const cg_place *p = &c->place[v->id];
+  if (strchr(type, '*')) {
+    /* a pointer element type ("const char *"): the qualifier goes after it */
+    q = writable ? "" : " const";
+    switch (p->at) {
+    case CG_AT_INPUT: return intern(c, "((%s const *)in[%d])", type, p->index);
+    case CG_AT_OUTPUT: return intern(c, "((%s%s *)out[%d])", type, q, p->index);
+    case CG_AT_ARENA: return intern(c, "((%s%s *)(A + %zu))", type, q, p->offset);
+    default: c->cur_failed = 1; return "0";
+    }
+  }
   switch (p->at) {
   case CG_AT_INPUT:
     return intern(c, "((const %s *)in[%d])", type, p->index);
@@ -293,6 +312,47 @@ const char *cg_static(cg_ctx *c, const char *type, const char *init_fmt, ...) {
   return name;
 }
 
+/* s as a C string literal: quotes, backslashes, '?' (trigraphs) and bytes
+ * outside printable ASCII as octal escapes, so any bytes survive exactly. */
+static void c_literal(cg_buf *b, const char *s) {
+  cg_buf_printf(b, "\"");
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') cg_buf_printf(b, "\\%c", ch);
+    else if (ch < 32 || ch >= 127 || ch == '?') cg_buf_printf(b, "\\%03o", ch);
+    else cg_buf_printf(b, "%c", ch);
+  }
+  cg_buf_printf(b, "\"");
+}
+
+const char *cg_strs(cg_ctx *c, const char *const *v, int n) {
+  cg_buf b = {0};
+  cg_buf_printf(&b, "[%d] = {", n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    if (i) cg_buf_printf(&b, ", ");
+    c_literal(&b, v[i]);
+  }
+  cg_buf_printf(&b, n ? "}" : "\"\"}");
+  char *key = b.failed ? NULL : mg_arena_printf(&c->strings, "str%s", b.s);
+  const char *name = key ? add_static(c, key, "char *const", b.s) : "0";
+  if (!key) c->body.failed = 1;
+  cg_buf_free(&b);
+  return name;
+}
+
+const char *cg_string_pool(cg_ctx *c) {
+  c->uses_string_pool = 1;
+  return "(&m->strings)";
+}
+
+const char *cg_bounded_dims(cg_ctx *c, const mg_value *v) {
+  v = storage_of(c, v);
+  if (!v || v->id < 0 || v->id >= c->g->n_values || !c->bounded[v->id]) return NULL;
+  for (int j = 0; j < c->g->n_outputs; j++)
+    if (c->g->outputs[j] == v) return intern(c, "(m->out_dims + %d)", cg_out_dims_offset(c->g, j));
+  return NULL;
+}
+
 const char *cg_scratch(cg_ctx *c, const char *floats_expr, ...) {
   char buf[1024];
   va_list ap;
@@ -343,6 +403,14 @@ static int value_ok(cg_ctx *c, const mg_node *n, const mg_value *v) {
   if (v->vtype != MG_VT_TENSOR) return cg_unsupported(c, n, "value '%s' is a sequence or optional", v->name) + 1;
   if (!cg_ctype(v->dtype))
     return cg_unsupported(c, n, "value '%s' has dtype %s", v->name, mg_dtype_name(v->dtype)) + 1;
+  if (v->dtype == MG_STRING && !cg_is_view(n) && !(cg_kernel_flags(n->op) & CG_STRINGS))
+    return cg_unsupported(c, n, "value '%s' has dtype string, which no %s kernel takes", v->name, n->op_type) + 1;
+  if (v->dtype == MG_STRING && v->data)
+    return cg_unsupported(c, n, "constant string tensor '%s' (strings come only from inputs and attributes)",
+                          v->name) + 1;
+  if (v->id >= 0 && v->id < c->g->n_values && c->bounded[v->id] && v->producer != n)
+    return cg_unsupported(c, n, "value '%s' has a run-time length (only a graph output may), and %s reads it",
+                          v->name, n->op_type) + 1;
   if (v->shape.rank < 0 || !mg_shape_is_static(&v->shape)) {
     char buf[128];
     mg_error(c->d, UNSUPPORTED, n->name, n->op_type,
@@ -391,7 +459,7 @@ static void comment_name(cg_buf *b, const char *s) {
 
 static size_t bytes_of(const mg_value *v) {
   int64_t n = mg_shape_numel(&v->shape);
-  return n < 0 ? 0 : (size_t)n * mg_dtype_size(v->dtype);
+  return n < 0 ? 0 : (size_t)n * cg_elem_bytes(v->dtype);
 }
 
 static void emit_copy(cg_ctx *c, const mg_value *dst, const mg_value *src) {
@@ -411,9 +479,10 @@ static void emit_trace(cg_ctx *c, const mg_value *v) {
     else if (ch < 32 || ch >= 127 || ch == '?') cg_buf_printf(&name, "\\%03o", ch);
     else cg_buf_printf(&name, "%c", ch);
   }
+  const char *dt = v->dtype == MG_STRING ? "MG_RT_STRING" : cg_rt_dtype(v->dtype);
   const char *io = name.failed ? "0"
                                : cg_static(c, "mg_rt_io", "{\"%s\", %s, %d, %s, %zu}", name.s ? name.s : "",
-                                           cg_rt_dtype(v->dtype), rank, shape, bytes_of(v));
+                                           dt ? dt : "MG_RT_F32", rank, shape, bytes_of(v));
   cg_buf_free(&name);
   cg_line(c, "if (trace) trace(tctx, &%s, %s);", io, cg_vin(c, v));
 }
@@ -465,7 +534,8 @@ static int ctx_init(cg_ctx *c, mg_model *m, const cg_options *o, mg_diags *d) {
   c->silu_mul = mg_calloc((size_t)nn, sizeof *c->silu_mul);
   c->absorbed = mg_calloc((size_t)nn, 1);
   c->inplace = mg_calloc((size_t)nn, 1);
-  if (!c->place || !c->redirect || !c->act || !c->silu_mul || !c->absorbed || !c->inplace) return -1;
+  c->bounded = mg_calloc((size_t)nv, 1);
+  if (!c->place || !c->redirect || !c->act || !c->silu_mul || !c->absorbed || !c->inplace || !c->bounded) return -1;
   for (int i = 0; i < nv; i++) c->redirect[i] = -1;
   return 0;
 }
@@ -483,6 +553,7 @@ static void ctx_free(cg_ctx *c) {
   mg_free(c->silu_mul);
   mg_free(c->absorbed);
   mg_free(c->inplace);
+  mg_free(c->bounded);
   mg_free(c->buffers);
 }
 
@@ -496,6 +567,12 @@ static int emit_body(cg_ctx *c) {
   for (int j = 0; j < g->n_outputs; j++) {
     const mg_value *v = g->outputs[j];
     const cg_place *p = &c->place[v->id];
+    if (v->dtype == MG_STRING && v->data) {
+      mg_error(c->d, UNSUPPORTED, v->name, NULL, "cpu: graph output '%s' is a constant string tensor", v->name);
+      cg_line(c, "return MG_RT_EUNSUPPORTED;");
+      bad++;
+      continue;
+    }
     if (p->at == CG_AT_OUTPUT && p->index == j) continue;
     if (p->at == CG_AT_NONE) continue;
     size_t n = bytes_of(v);
@@ -504,12 +581,36 @@ static int emit_body(cg_ctx *c) {
   return bad;
 }
 
+/* Gives each output of run-time length its maximum shape, so it can be planned:
+ * StringNormalizer keeps at most its C input strings (at least 1). Such a value
+ * is marked bounded when it is a graph output that no node reads; one that
+ * feeds a node gets its maximum too, and check_node refuses that node. With no
+ * stopwords the length is exact: nothing is bounded. */
+static void bound_runtime_lengths(cg_ctx *c) {
+  mg_graph *g = c->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mg_node *n = g->nodes[i];
+    if (n->op != MG_OP_StringNormalizer || n->n_in < 1 || n->n_out < 1 || !n->in[0] || !n->out[0]) continue;
+    const mg_value *x = n->in[0];
+    mg_value *y = n->out[0];
+    if (x->shape.rank < 1 || x->shape.rank > 2 || !mg_shape_is_static(&x->shape) || y->shape.rank != x->shape.rank)
+      continue;
+    int64_t cnt = x->shape.d[x->shape.rank - 1].v;
+    const mg_attr *sw = mg_node_attr(n, "stopwords");
+    int exact = cnt >= 1 && (!sw || sw->n == 0);
+    for (int k = 0; k < x->shape.rank; k++) y->shape.d[k] = x->shape.d[k];
+    y->shape.d[x->shape.rank - 1].v = cnt > 0 ? cnt : 1;
+    y->shape.d[x->shape.rank - 1].sym = NULL;
+    if (!exact) c->bounded[y->id] = 1;
+  }
+}
+
 /* Lowers m and fills c up to the plan; c must be freed with ctx_free either way. */
 static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report *r, mg_diags *d) {
   memset(c, 0, sizeof *c);
   mg_arena_init(&c->strings, 1 << 16);
   if (cg_lower(m, o, r, d)) return -1;
-  if (ctx_init(c, m, o, d) || cg_fuse(c, r) || cg_plan(c, r)) {
+  if (ctx_init(c, m, o, d) || (bound_runtime_lengths(c), 0) || cg_fuse(c, r) || cg_plan(c, r)) {
     mg_error(d, OOM, NULL, NULL, "out of memory generating C");
     return -1;
   }

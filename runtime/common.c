@@ -10,6 +10,7 @@ size_t mg_rt_dtype_size(mg_rt_dtype t) {
   case MG_RT_U16: case MG_RT_I16: case MG_RT_F16: case MG_RT_BF16: return 2;
   case MG_RT_F32: case MG_RT_I32: case MG_RT_U32: return 4;
   case MG_RT_I64: case MG_RT_U64: case MG_RT_F64: return 8;
+  case MG_RT_STRING: return sizeof(const char *);
   }
   return 0;
 }

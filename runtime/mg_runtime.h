@@ -40,14 +40,18 @@ extern "C" {
 /* Element types of the dtype-generic kernels. The values equal ONNX's
  * TensorProto.DataType, so generated code may write either. bool is one byte
  * holding 0 or 1; float16 and bfloat16 are stored as uint16_t bit patterns and
- * computed in float (rounded to nearest even on store). */
+ * computed in float (rounded to nearest even on store). A string tensor
+ * (MG_RT_STRING, only in model I/O and the string kernels) is an array of
+ * `const char *`, each a NUL-terminated UTF-8 string; generated code plans 8
+ * bytes per element (64-bit targets). */
 typedef enum {
   MG_RT_F32 = 1, MG_RT_U8 = 2, MG_RT_I8 = 3, MG_RT_U16 = 4, MG_RT_I16 = 5,
-  MG_RT_I32 = 6, MG_RT_I64 = 7, MG_RT_BOOL = 9, MG_RT_F16 = 10, MG_RT_F64 = 11,
-  MG_RT_U32 = 12, MG_RT_U64 = 13, MG_RT_BF16 = 16
+  MG_RT_I32 = 6, MG_RT_I64 = 7, MG_RT_STRING = 8, MG_RT_BOOL = 9, MG_RT_F16 = 10,
+  MG_RT_F64 = 11, MG_RT_U32 = 12, MG_RT_U64 = 13, MG_RT_BF16 = 16
 } mg_rt_dtype;
 
-/* Bytes per element of t; 0 for a value that is not an mg_rt_dtype. */
+/* Bytes per element of t (sizeof(const char *) for MG_RT_STRING); 0 for a value
+ * that is not an mg_rt_dtype. */
 size_t mg_rt_dtype_size(mg_rt_dtype t);
 /* IEEE half and bfloat16 <-> float, round to nearest even, NaN kept. */
 float mg_rt_f16_to_f32(uint16_t h);
@@ -65,7 +69,8 @@ typedef struct {
   mg_rt_dtype dtype;
   int rank;
   const int64_t *shape;    /* rank dims */
-  size_t bytes;            /* element size times element count */
+  size_t bytes;            /* element size times element count (the most, for an
+                              output of run-time length; see output_dims) */
 } mg_rt_io;
 /* Called by a model's run_trace after each node with that node's output (what
  * describes it; data is valid only during the call). Activations fused into their
@@ -83,6 +88,11 @@ typedef struct {
   /* run, calling trace(ctx, ...) after every node (trace may be NULL) */
   int (*run_trace)(void *instance, const void *const *inputs, void *const *outputs, mg_rt_trace_fn trace,
                    void *ctx);
+  /* The dims (outputs[output].rank of them) of an output after the last
+   * successful run: its static shape, except for an output whose length is only
+   * known at run time (StringNormalizer dropping stopwords), which holds
+   * at most outputs[output].bytes and is dense in the shape reported here. */
+  const int64_t *(*output_dims)(void *instance, int output);
 } mg_rt_model;
 
 /* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit
@@ -223,5 +233,6 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
 #include "mg_rt_misc.h"
 
 #include "mg_rt_rnn.h"
+#include "mg_rt_strings.h"
 
 #endif /* MG_RUNTIME_H */

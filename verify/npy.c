@@ -102,6 +102,7 @@ typedef struct {
   int rank;
   int64_t dims[MG_ARRAY_MAX_RANK];
   int seen; /* bit per key found, to catch missing and repeated keys */
+  unsigned uwidth; /* MG_STRING ('<U<n>'): code points per element */
 } npy_header;
 
 typedef struct {
@@ -214,6 +215,12 @@ static int parse_descr(hparse *h, const char *s, npy_header *hd) {
   const char *p = kind ? s + 2 : s;
   for (; *p >= '0' && *p <= '9' && size < 1000; p++) size = size * 10 + (unsigned)(*p - '0');
   int ok = (order == '<' || order == '>' || order == '|' || order == '=') && !*p;
+  if (ok && kind == 'U' && size > 0) { /* UTF-32 code units, NUL-padded */
+    hd->dtype = MG_STRING;
+    hd->uwidth = size;
+    hd->swap = (order == '<' && host_is_big()) || (order == '>' && !host_is_big());
+    return 0;
+  }
   for (int i = 0; ok && i < NPY_NKINDS; i++) {
     if (npy_kinds[i].kind != kind || npy_kinds[i].size != size) continue;
     hd->dtype = npy_kinds[i].t;
@@ -404,11 +411,121 @@ static int normalise(npy_src *s, const npy_header *hd, void **data, size_t count
   return 0;
 }
 
+/* Appends code point u to out as UTF-8 (at most 4 bytes). Returns the bytes
+ * written, or 0 for a value that is no Unicode scalar (surrogate, > U+10FFFF). */
+static size_t utf8_put(uint32_t u, char *out) {
+  if (u < 0x80) {
+    out[0] = (char)u;
+    return 1;
+  }
+  if (u < 0x800) {
+    out[0] = (char)(0xc0 | u >> 6);
+    out[1] = (char)(0x80 | (u & 0x3f));
+    return 2;
+  }
+  if ((u >= 0xd800 && u < 0xe000) || u > 0x10ffff) return 0;
+  if (u < 0x10000) {
+    out[0] = (char)(0xe0 | u >> 12);
+    out[1] = (char)(0x80 | (u >> 6 & 0x3f));
+    out[2] = (char)(0x80 | (u & 0x3f));
+    return 3;
+  }
+  out[0] = (char)(0xf0 | u >> 18);
+  out[1] = (char)(0x80 | (u >> 12 & 0x3f));
+  out[2] = (char)(0x80 | (u >> 6 & 0x3f));
+  out[3] = (char)(0x80 | (u & 0x3f));
+  return 4;
+}
+
+/* Decodes the UTF-8 code point at *p, advancing *p; returns it, or UINT32_MAX
+ * for a malformed, overlong or out-of-range sequence. */
+static uint32_t utf8_get(const unsigned char **p) {
+  const unsigned char *q = *p;
+  uint32_t u;
+  int more;
+  if (q[0] < 0x80) u = q[0], more = 0;
+  else if ((q[0] & 0xe0) == 0xc0) u = q[0] & 0x1fu, more = 1;
+  else if ((q[0] & 0xf0) == 0xe0) u = q[0] & 0x0fu, more = 2;
+  else if ((q[0] & 0xf8) == 0xf0) u = q[0] & 0x07u, more = 3;
+  else return UINT32_MAX;
+  for (int k = 1; k <= more; k++) {
+    if ((q[k] & 0xc0) != 0x80) return UINT32_MAX;
+    u = u << 6 | (q[k] & 0x3fu);
+  }
+  static const uint32_t least[4] = {0, 0x80, 0x800, 0x10000};
+  if (u < least[more] || u > 0x10ffff || (u >= 0xd800 && u < 0xe000)) return UINT32_MAX;
+  *p = q + more + 1;
+  return u;
+}
+
+/* Reads the string elements of a '<U<n>' array: count elements of uwidth UTF-32
+ * code units each, trailing NULs dropped, into owned UTF-8 strings. */
+static int read_strings(npy_src *s, const npy_header *hd, size_t count, mg_array *out) {
+  size_t unit_bytes, total;
+  if (!mg_mul_size(hd->uwidth, 4, &unit_bytes) || !mg_mul_size(count, unit_bytes, &total))
+    return fail(s->d, MG_D_LIMIT, s->what, "string array is too large");
+  if (s->avail >= 0 && (uint64_t)s->avail < total)
+    return fail(s->d, MG_D_MALFORMED, s->what,
+                "at most %" PRId64 " data bytes remain; the shape needs %zu", s->avail, total);
+  unsigned char *raw = mg_malloc(total ? total : 1);
+  char **strs = mg_calloc(count + 1, sizeof(char *));
+  int rc = raw && strs ? 0 : fail(s->d, MG_D_OOM, s->what, "out of memory for %zu bytes of strings", total);
+  if (!rc && (read_exact(s, raw, total, "data") < 0 || check_end(s) < 0)) rc = -1;
+  if (!rc && hd->swap) swap_bytes(raw, total, 4);
+  for (size_t i = 0; !rc && i < count; i++) {
+    const unsigned char *e = raw + i * unit_bytes;
+    size_t len = hd->uwidth;
+    uint32_t u;
+    while (len && (memcpy(&u, e + (len - 1) * 4, 4), u == 0)) len--;
+    strs[i] = mg_malloc(len * 4 + 1);
+    if (!strs[i]) {
+      rc = fail(s->d, MG_D_OOM, s->what, "out of memory");
+      break;
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < len; k++) {
+      memcpy(&u, e + k * 4, 4);
+      size_t w = u ? utf8_put(u, strs[i] + n) : 0;
+      if (!w) {
+        rc = fail(s->d, MG_D_MALFORMED, s->what, "string %zu holds code point 0x%x, which UTF-8 cannot carry", i,
+                  (unsigned)u);
+        break;
+      }
+      n += w;
+    }
+    strs[i][n] = 0;
+  }
+  mg_free(raw);
+  if (!rc && hd->fortran && hd->rank >= 2 && count) {
+    char **c = fortran_to_c((const unsigned char *)strs, hd->rank, hd->dims, count, sizeof(char *));
+    if (!c) rc = fail(s->d, MG_D_OOM, s->what, "out of memory converting fortran order");
+    else {
+      mg_free(strs);
+      strs = c;
+    }
+  }
+  if (rc) {
+    for (size_t i = 0; strs && i < count; i++) mg_free(strs[i]);
+    mg_free(strs);
+    return -1;
+  }
+  out->dtype = MG_STRING;
+  out->rank = hd->rank;
+  memcpy(out->dims, hd->dims, sizeof hd->dims);
+  out->data = strs;
+  out->nbytes = count * sizeof(char *);
+  return 0;
+}
+
 /* Decode one .npy image from s into out (already zeroed). */
 static int read_stream(npy_src *s, mg_array *out) {
   npy_header hd;
   size_t count, nbytes;
   if (read_header(s, &hd) < 0) return -1;
+  if (hd.dtype == MG_STRING) {
+    if (array_size(MG_U8, hd.rank, hd.dims, &count, &nbytes, s->what, s->d) < 0) return -1;
+    return read_strings(s, &hd, count, out);
+  }
   if (array_size(hd.dtype, hd.rank, hd.dims, &count, &nbytes, s->what, s->d) < 0) return -1;
   if (s->avail >= 0 && (uint64_t)s->avail < nbytes)
     return fail(s->d, MG_D_MALFORMED, s->what,
@@ -471,12 +588,11 @@ static int validate_array(const mg_array *a, const char *what, mg_diags *d) {
  * numpy does: host byte order, padded with spaces and '\n' to 64 bytes, format
  * 2.0 only when the length no longer fits 16 bits. Returns the length, or 0 if
  * cap is too small. */
-static size_t build_header(const mg_array *a, char *buf, size_t cap) {
-  const int k = kind_of(a->dtype);
-  char order = npy_kinds[k].size == 1 ? '|' : host_is_big() ? '>' : '<';
+static size_t build_header_descr(const mg_array *a, char kind, unsigned size, char *buf, size_t cap) {
+  char order = size == 1 && kind != 'U' ? '|' : host_is_big() ? '>' : '<';
   char dict[NPY_HDR_CAP];
   int n = snprintf(dict, sizeof dict, "{'descr': '%c%c%u', 'fortran_order': False, 'shape': (",
-                   order, npy_kinds[k].kind, npy_kinds[k].size);
+                   order, kind, size);
   for (int i = 0; i < a->rank && n > 0 && (size_t)n < sizeof dict; i++)
     n += snprintf(dict + n, sizeof dict - (size_t)n, "%s%" PRId64, i ? ", " : "", a->dims[i]);
   if (n > 0 && (size_t)n < sizeof dict)
@@ -497,6 +613,12 @@ static size_t build_header(const mg_array *a, char *buf, size_t cap) {
   memset(buf + pre + n, ' ', hlen - (size_t)n - 1);
   buf[pre + hlen - 1] = '\n';
   return pre + hlen;
+}
+
+/* The header of a numeric array (validated). */
+static size_t build_header(const mg_array *a, char *buf, size_t cap) {
+  const int k = kind_of(a->dtype);
+  return build_header_descr(a, npy_kinds[k].kind, npy_kinds[k].size, buf, cap);
 }
 
 /* A file being written under a temporary name next to its final path. */
@@ -576,8 +698,61 @@ static int atomic_finish(atomic_file *f, const char *path, mg_diags *d) {
   return 0;
 }
 
+/* The '<U<n>' image of a string array: n is the longest element in code points
+ * (at least 1, as numpy makes it), each element UTF-32 in host order, NUL-padded.
+ * *data is mg_malloc'd; returns 0 or -1 with a diagnostic. */
+static int encode_strings(const mg_array *a, const char *path, unsigned *width, uint32_t **data, size_t *nbytes,
+                          mg_diags *d) {
+  size_t count, unused;
+  if (a->rank < 0 || a->rank > MG_ARRAY_MAX_RANK)
+    return fail(d, MG_D_INVALID, path, "rank %d is outside 0..%d", a->rank, MG_ARRAY_MAX_RANK);
+  if (array_size(MG_U8, a->rank, a->dims, &count, &unused, path, d) < 0) return -1;
+  if (a->nbytes != count * sizeof(char *) || (count && !a->data))
+    return fail(d, MG_D_INVALID, path, "string array holds %zu bytes but its shape needs %zu", a->nbytes,
+                count * sizeof(char *));
+  char *const *strs = a->data;
+  size_t w = 1;
+  for (size_t i = 0; i < count; i++) {
+    const unsigned char *p = (const unsigned char *)(strs[i] ? strs[i] : "");
+    size_t n = 0;
+    while (*p) {
+      if (utf8_get(&p) == UINT32_MAX) return fail(d, MG_D_INVALID, path, "string %zu is not valid UTF-8", i);
+      n++;
+    }
+    if (n > w) w = n;
+  }
+  if (w > 100000) return fail(d, MG_D_LIMIT, path, "a string of %zu code points is too long for .npy", w);
+  if (!mg_mul_size(count, w * 4, nbytes)) return fail(d, MG_D_LIMIT, path, "string array is too large");
+  *data = mg_calloc(*nbytes ? *nbytes : 1, 1);
+  if (!*data) return fail(d, MG_D_OOM, path, "out of memory");
+  for (size_t i = 0; i < count; i++) {
+    const unsigned char *p = (const unsigned char *)(strs[i] ? strs[i] : "");
+    for (size_t k = 0; *p; k++) (*data)[i * w + k] = utf8_get(&p);
+  }
+  *width = (unsigned)w;
+  return 0;
+}
+
 int npy_write_file(const char *path, const mg_array *a, mg_diags *d) {
   char hdr[NPY_HDR_CAP];
+  if (a->dtype == MG_STRING) {
+    uint32_t *u = NULL;
+    size_t nb = 0;
+    unsigned width = 0;
+    if (encode_strings(a, path, &width, &u, &nb, d) < 0) return -1;
+    size_t hl = build_header_descr(a, 'U', width, hdr, sizeof hdr);
+    atomic_file f = {NULL, -1};
+    int rc = hl ? atomic_begin(path, &f, d) : fail(d, MG_D_LIMIT, path, "header does not fit");
+    if (!rc && (write_all(f.fd, hdr, hl) < 0 || write_all(f.fd, u, nb) < 0)) {
+      mg_error(d, IO, path, NULL, "cannot write '%s': %s", f.tmp, strerror(errno));
+      atomic_abort(&f);
+      rc = -1;
+    } else if (!rc) {
+      rc = atomic_finish(&f, path, d);
+    }
+    mg_free(u);
+    return rc;
+  }
   if (validate_array(a, path, d) < 0) return -1;
   size_t hl = build_header(a, hdr, sizeof hdr);
   if (!hl) return fail(d, MG_D_LIMIT, path, "header does not fit");

@@ -4,13 +4,17 @@
  * int8/16/32/64, uint8/16/32/64, bool and complex64/128. Data comes back in the
  * host's byte order and in C (row-major) order whatever the file used: big-endian
  * ('>') data is byte-swapped and fortran_order arrays are transposed. Bool bytes
- * are normalised to 0/1. Everything else (structured, string, object dtypes) is
- * rejected with an unsupported-dtype diagnostic.
+ * are normalised to 0/1. Unicode arrays ('<U<n>', UTF-32 NUL-padded) read as
+ * MG_STRING: an array of owned UTF-8 strings, trailing NULs dropped. Everything
+ * else (structured, bytes, object dtypes) is rejected with an unsupported-dtype
+ * diagnostic.
  *
  * Writing produces format 1.0 (2.0 only if the header would not fit 1.0), in the
- * host's byte order, C order, header padded to 64 bytes as numpy does. Files are
- * replaced atomically: a temporary file in the same directory is written, fsynced
- * and renamed over the target, so a reader never sees a half-written file.
+ * host's byte order, C order, header padded to 64 bytes as numpy does. MG_STRING
+ * arrays (.npy only) are written as '<U<n>', n the longest string in code points
+ * (at least 1, as numpy does). Files are replaced atomically: a temporary file in
+ * the same directory is written, fsynced and renamed over the target, so a reader
+ * never sees a half-written file.
  *
  * All functions return 0 on success and -1 on error, with the reason recorded in
  * `d`; on error the outputs are left empty and nothing needs freeing. */

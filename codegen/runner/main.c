@@ -4,7 +4,8 @@
  *          [--repeat N] [--trace DIR] [--list]
  *
  * It reads each graph input from a .npy file (dtype and shape must match the
- * model exactly), runs the model once, and writes D/<output name>.npy (written
+ * model exactly; string inputs are numpy unicode arrays, '<U<n>', passed to the
+ * model as UTF-8), runs the model once, and writes D/<output name>.npy (written
  * to a temporary file, then renamed; D is created if missing). With --repeat N it then runs N more timed
  * inferences and prints "median_ms X". With --trace DIR the run also writes every
  * node's output to DIR/<value name>.npy, for layer-by-layer comparison. The weights file defaults to the one
@@ -41,8 +42,111 @@ static const char *dtype_descr(mg_rt_dtype t) {
   case MG_RT_U64: return "<u8";
   case MG_RT_BOOL: return "|b1";
   case MG_RT_BF16: return NULL; /* numpy has no bfloat16 */
+  case MG_RT_STRING: return "U"; /* '<U<n>', n varies */
   }
   return NULL;
+}
+
+/* Appends code point u as UTF-8 to out; returns the bytes written, 0 for a value
+ * that is no Unicode scalar. */
+static size_t utf8_put(unsigned long u, unsigned char *out) {
+  if (u < 0x80) {
+    out[0] = (unsigned char)u;
+    return 1;
+  }
+  if (u < 0x800) {
+    out[0] = (unsigned char)(0xc0 | u >> 6);
+    out[1] = (unsigned char)(0x80 | (u & 0x3f));
+    return 2;
+  }
+  if ((u >= 0xd800 && u < 0xe000) || u > 0x10ffff) return 0;
+  if (u < 0x10000) {
+    out[0] = (unsigned char)(0xe0 | u >> 12);
+    out[1] = (unsigned char)(0x80 | (u >> 6 & 0x3f));
+    out[2] = (unsigned char)(0x80 | (u & 0x3f));
+    return 3;
+  }
+  out[0] = (unsigned char)(0xf0 | u >> 18);
+  out[1] = (unsigned char)(0x80 | (u >> 12 & 0x3f));
+  out[2] = (unsigned char)(0x80 | (u >> 6 & 0x3f));
+  out[3] = (unsigned char)(0x80 | (u & 0x3f));
+  return 4;
+}
+
+/* The code point at *p (UTF-8), advancing *p; 0xFFFD for a malformed byte, which
+ * is skipped alone (model strings come from valid UTF-8 inputs and attributes). */
+static unsigned long utf8_get(const unsigned char **p) {
+  const unsigned char *q = *p;
+  unsigned long u;
+  int more, k;
+  if (q[0] < 0x80) u = q[0], more = 0;
+  else if ((q[0] & 0xe0) == 0xc0) u = q[0] & 0x1fu, more = 1;
+  else if ((q[0] & 0xf0) == 0xe0) u = q[0] & 0x0fu, more = 2;
+  else if ((q[0] & 0xf8) == 0xf0) u = q[0] & 0x07u, more = 3;
+  else {
+    *p = q + 1;
+    return 0xfffd;
+  }
+  for (k = 1; k <= more; k++) {
+    if ((q[k] & 0xc0) != 0x80) {
+      *p = q + 1;
+      return 0xfffd;
+    }
+    u = u << 6 | (q[k] & 0x3fu);
+  }
+  *p = q + more + 1;
+  return u;
+}
+
+/* Reads count '<U<width>' elements (UTF-32, byte order swap if big) from f into
+ * one malloc'd block: count const char * pointers, then the UTF-8 strings they
+ * point to. NULL after printing why. */
+static void *read_unicode(FILE *f, const char *path, size_t count, size_t width, int big) {
+  size_t unit = 4 * width, total, i, k, off;
+  unsigned char *raw;
+  char *block;
+  const char **ptrs;
+  if (width && count > ((size_t)-1 / 8) / unit) return NULL;
+  total = count * unit;
+  raw = (unsigned char *)malloc(total ? total : 1);
+  /* each code point is at most 4 UTF-8 bytes: the block never outgrows this */
+  block = (char *)malloc(count * sizeof(char *) + total + count + 1);
+  if (!raw || !block || fread(raw, 1, total, f) != total) {
+    fprintf(stderr, "runner: %s: truncated data\n", path);
+    free(raw);
+    free(block);
+    return NULL;
+  }
+  ptrs = (const char **)(void *)block;
+  off = count * sizeof(char *);
+  for (i = 0; i < count; i++) {
+    size_t len = width;
+    const unsigned char *e = raw + i * unit;
+    unsigned long u;
+#define CP(j) (big ? (unsigned long)e[4 * (j)] << 24 | (unsigned long)e[4 * (j) + 1] << 16 | \
+                         (unsigned long)e[4 * (j) + 2] << 8 | e[4 * (j) + 3]                  \
+                   : (unsigned long)e[4 * (j) + 3] << 24 | (unsigned long)e[4 * (j) + 2] << 16 | \
+                         (unsigned long)e[4 * (j) + 1] << 8 | e[4 * (j)])
+    while (len && CP(len - 1) == 0) len--;
+    ptrs[i] = block + off;
+    for (k = 0; k < len; k++) {
+      size_t w;
+      u = CP(k);
+      w = u ? utf8_put(u, (unsigned char *)block + off) : 0;
+      if (!w) {
+        fprintf(stderr, "runner: %s: string %lu holds code point 0x%lx, which UTF-8 cannot carry\n", path,
+                (unsigned long)i, u);
+        free(raw);
+        free(block);
+        return NULL;
+      }
+      off += w;
+    }
+#undef CP
+    block[off++] = 0;
+  }
+  free(raw);
+  return block;
 }
 
 static void usage(FILE *f) {
@@ -60,8 +164,8 @@ static void *read_npy(const char *path, const mg_rt_io *io) {
   unsigned char pre[10];
   char *header = NULL, want[512], *p;
   void *data = NULL;
-  size_t hlen;
-  int k;
+  size_t hlen, uwidth = 0;
+  int k, ubig = 0;
   if (!f) {
     fprintf(stderr, "runner: cannot open %s\n", path);
     return NULL;
@@ -83,7 +187,15 @@ static void *read_npy(const char *path, const mg_rt_io *io) {
     goto fail;
   }
   p = strstr(header, "'descr':");
-  if (!p || !strstr(p, dtype_descr(io->dtype)) || strstr(p, dtype_descr(io->dtype)) - p > 16) {
+  if (io->dtype == MG_RT_STRING) {
+    char *q = p ? strchr(p + 8, '\'') : NULL;
+    if (!q || (q[1] != '<' && q[1] != '>' && q[1] != '=' && q[1] != '|') || q[2] != 'U' || q[3] < '1' || q[3] > '9') {
+      fprintf(stderr, "runner: %s: input '%s' wants a unicode array ('<U<n>')\n", path, io->name);
+      goto fail;
+    }
+    uwidth = strtoul(q + 3, NULL, 10);
+    ubig = q[1] == '>';
+  } else if (!p || !strstr(p, dtype_descr(io->dtype)) || strstr(p, dtype_descr(io->dtype)) - p > 16) {
     fprintf(stderr, "runner: %s: input '%s' wants dtype %s\n", path, io->name, dtype_descr(io->dtype));
     goto fail;
   }
@@ -113,6 +225,13 @@ static void *read_npy(const char *path, const mg_rt_io *io) {
       goto fail;
     }
   }
+  if (io->dtype == MG_RT_STRING) {
+    data = read_unicode(f, path, io->bytes / sizeof(char *), uwidth, ubig);
+    if (!data) goto fail;
+    free(header);
+    fclose(f);
+    return data;
+  }
   data = malloc(io->bytes ? io->bytes : 1);
   if (!data || fread(data, 1, io->bytes, f) != io->bytes) {
     fprintf(stderr, "runner: %s: truncated data\n", path);
@@ -138,11 +257,15 @@ static void safe_name(const char *in, char *out, size_t n) {
   if (!k || !strcmp(out, ".") || !strcmp(out, "..")) sprintf(out, "output");
 }
 
-static int write_npy(const char *dir, const mg_rt_io *io, const void *data) {
-  char name[512], path[4096], tmp[4200], header[1024], shape[512] = "";
+/* Writes D/<name>.npy for data of io's dtype in dims (io->rank of them; io's
+ * own shape when NULL). Strings are written as '<U<n>', n the longest. */
+static int write_npy(const char *dir, const mg_rt_io *io, const void *data, const int64_t *dims) {
+  char name[512], path[4096], tmp[4200], header[1024], shape[512] = "", descr[32];
   int k;
-  size_t len, total;
+  size_t len, total, count = 1, width = 1, i;
   FILE *f;
+  if (!dims) dims = io->shape;
+  for (k = 0; k < io->rank; k++) count *= (size_t)dims[k];
   if (!dtype_descr(io->dtype)) {
     fprintf(stderr, "runner: output '%s' has a dtype .npy cannot hold\n", io->name);
     return -1;
@@ -152,11 +275,22 @@ static int write_npy(const char *dir, const mg_rt_io *io, const void *data) {
   sprintf(tmp, "%s.tmp", path);
   for (k = 0; k < io->rank; k++) {
     char d[32];
-    sprintf(d, "%lld,%s", (long long)io->shape[k], io->rank > 1 && k + 1 < io->rank ? " " : "");
+    sprintf(d, "%lld,%s", (long long)dims[k], io->rank > 1 && k + 1 < io->rank ? " " : "");
     strcat(shape, d);
   }
   if (io->rank > 1) shape[strlen(shape) - 1] = 0; /* numpy writes (2, 3) but (2,) */
-  len = (size_t)sprintf(header, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", dtype_descr(io->dtype), shape);
+  if (io->dtype == MG_RT_STRING) {
+    for (i = 0; i < count; i++) {
+      const unsigned char *q = (const unsigned char *)((const char *const *)data)[i];
+      size_t n = 0;
+      while (*q) utf8_get(&q), n++;
+      if (n > width) width = n;
+    }
+    sprintf(descr, "<U%lu", (unsigned long)width);
+  } else {
+    sprintf(descr, "%s", dtype_descr(io->dtype));
+  }
+  len = (size_t)sprintf(header, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
   total = 10 + len + 1;
   while (total % 64) header[len++] = ' ', total++;
   header[len++] = '\n';
@@ -169,7 +303,23 @@ static int write_npy(const char *dir, const mg_rt_io *io, const void *data) {
   fputc((int)(len & 0xff), f);
   fputc((int)(len >> 8), f);
   fwrite(header, 1, len, f);
-  fwrite(data, 1, io->bytes, f);
+  if (io->dtype == MG_RT_STRING) {
+    for (i = 0; i < count; i++) { /* UTF-32LE, NUL-padded to width */
+      const unsigned char *q = (const unsigned char *)((const char *const *)data)[i];
+      size_t n = 0;
+      for (; n < width; n++) {
+        unsigned long u = *q ? utf8_get(&q) : 0;
+        unsigned char b[4];
+        b[0] = (unsigned char)(u & 0xff);
+        b[1] = (unsigned char)(u >> 8 & 0xff);
+        b[2] = (unsigned char)(u >> 16 & 0xff);
+        b[3] = (unsigned char)(u >> 24);
+        fwrite(b, 1, 4, f);
+      }
+    }
+  } else {
+    fwrite(data, 1, count * mg_rt_dtype_size(io->dtype), f);
+  }
   if (ferror(f) | fclose(f) || rename(tmp, path)) {
     remove(tmp);
     fprintf(stderr, "runner: cannot write %s\n", path);
@@ -200,7 +350,7 @@ typedef struct {
 
 static void trace_write(void *ctx, const mg_rt_io *what, const void *data) {
   trace_ctx *t = ctx;
-  if (!t->failed && write_npy(t->dir, what, data)) t->failed = 1;
+  if (!t->failed && write_npy(t->dir, what, data, NULL)) t->failed = 1;
 }
 
 static double now_ms(void) {
@@ -357,7 +507,7 @@ int main(int argc, char **argv) {
     goto done;
   }
   for (i = 0; i < md->n_outputs; i++)
-    if (write_npy(outdir, &md->outputs[i], outputs[i])) {
+    if (write_npy(outdir, &md->outputs[i], outputs[i], md->output_dims ? md->output_dims(inst, i) : NULL)) {
       rc = 2;
       goto done;
     }
