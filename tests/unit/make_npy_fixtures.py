@@ -37,6 +37,15 @@ def formula(dtype, n=N):
     return np.asarray(values).astype(dtype)
 
 
+# Strings for the '<U' (unicode) fixtures: ASCII, empty, 2-, 3- and 4-byte UTF-8.
+STRINGS = ["monday", "", "h\u00e9llo", "\u20ac5", "\U0001f600!", "x"]
+
+
+def unicode_array():
+    """The [2, 3] unicode array of the string fixtures (test_npy.c STRINGS)."""
+    return np.array(STRINGS).reshape(2, 3)
+
+
 def npz_members():
     """The members of stored.npz / deflated.npz, in archive order."""
     return {
@@ -69,6 +78,9 @@ def generate(out):
     np.save(j("fortran_uint16.npy"),
             np.asfortranarray((np.arange(15, dtype=np.uint16) * 7).reshape(3, 5)))
     np.save(j("scalar.npy"), np.array(2.5))
+    np.save(j("unicode.npy"), unicode_array())
+    np.save(j("be_unicode.npy"), unicode_array().astype(">U6"))
+    np.save(j("fortran_unicode.npy"), np.asfortranarray(unicode_array()))
     np.save(j("empty.npy"), np.zeros((0, 3), np.float32))
     np.save(j("empty1d.npy"), np.zeros((0,), np.int64))
     write_versioned(j("v2.npy"), formula("float32").reshape(SHAPE), (2, 0))
@@ -124,6 +136,8 @@ def check(out):
     for dt in DTYPES:
         check_npy(w(dt + ".npy"), formula(dt).reshape(SHAPE), failures)
     check_npy(w("scalar.npy"), np.array(2.5), failures)
+    check_npy(w("unicode.npy"), unicode_array(), failures)
+    check_npy(w("unicode_empty.npy"), np.array(["", ""]), failures)
     check_npy(w("empty.npy"), np.zeros((0, 3), np.float32), failures)
     check_npz(w("stored.npz"), zipfile.ZIP_STORED, failures)
     check_npz(w("deflated.npz"), zipfile.ZIP_DEFLATED, failures)

@@ -270,6 +270,79 @@ static void expect_no_temporaries(void) {
   closedir(dir);
 }
 
+/* make_npy_fixtures.py STRINGS, as UTF-8. */
+static const char *const STRINGS[6] = {"monday", "", "h\xc3\xa9llo", "\xe2\x82\xac" "5", "\xf0\x9f\x98\x80!", "x"};
+
+static int contains(const unsigned char *buf, size_t len, const char *s) {
+  size_t n = strlen(s);
+  for (size_t i = 0; i + n <= len; i++)
+    if (!memcmp(buf + i, s, n)) return 1;
+  return 0;
+}
+
+static void expect_strings(const mg_array *a, const int *order) {
+  assert_int_equal(a->dtype, MG_STRING);
+  assert_int_equal(a->rank, 2);
+  assert_int_equal(a->dims[0], 2);
+  assert_int_equal(a->dims[1], 3);
+  assert_int_equal(a->nbytes, 6 * sizeof(char *));
+  for (int i = 0; i < 6; i++) assert_string_equal(((char **)a->data)[i], STRINGS[order ? order[i] : i]);
+}
+
+/* numpy's '<U6', '>U6' and Fortran-order unicode arrays read as UTF-8 strings;
+ * ours are written as '<U6' (the longest string is 6 code points) and read back. */
+static void test_unicode(void **state) {
+  (void)state;
+  static const char *const files[] = {"unicode.npy", "be_unicode.npy", "fortran_unicode.npy"};
+  for (int f = 0; f < 3; f++) {
+    mg_array a;
+    read_ok(files[f], &a);
+    expect_strings(&a, NULL);
+    mg_array_free(&a);
+  }
+  char *strs[6];
+  for (int i = 0; i < 6; i++) strs[i] = (char *)STRINGS[i];
+  mg_array w = {.dtype = MG_STRING, .rank = 2, .dims = {2, 3}, .data = strs, .nbytes = sizeof strs}, r;
+  char p[4096];
+  size_t len;
+  mg_diags d;
+  mg_diags_init(&d);
+  assert_int_equal(npy_write_file(fx(p, sizeof p, "written/unicode.npy"), &w, &d), 0);
+  assert_int_equal(npy_read_file(p, &r, &d), 0);
+  expect_strings(&r, NULL);
+  mg_array_free(&r);
+  unsigned char *buf = slurp(p, &len);
+  assert_true(contains(buf, len, "'descr': '<U6'"));
+  assert_int_equal(len, 128 + 6 * 6 * 4);
+  free(buf);
+  /* all empty: numpy's '<U1' */
+  char *empty[2] = {"", ""};
+  mg_array e = {.dtype = MG_STRING, .rank = 1, .dims = {2}, .data = empty, .nbytes = sizeof empty};
+  assert_int_equal(npy_write_file(fx(p, sizeof p, "written/unicode_empty.npy"), &e, &d), 0);
+  buf = slurp(p, &len);
+  assert_true(contains(buf, len, "'descr': '<U1'"));
+  free(buf);
+  assert_int_equal(d.errors + d.warnings, 0);
+  /* invalid UTF-8 is refused, and so is a UTF-32 surrogate */
+  char *bad[1] = {"\xc3("};
+  mg_array b = {.dtype = MG_STRING, .rank = 1, .dims = {1}, .data = bad, .nbytes = sizeof bad};
+  assert_int_equal(npy_write_file(fx(p, sizeof p, "written/rejected.npy"), &b, &d), -1);
+  assert_true(d.errors > 0);
+  mg_diags_free(&d);
+  mg_diags_init(&d);
+  buf = slurp(fx(p, sizeof p, "unicode.npy"), &len);
+  memcpy(buf + len - 20, "\x00\xd8\x00\x00", 4); /* the last string becomes "x" U+D800 */
+  assert_int_equal(npy_read_mem(buf, len, "surrogate", &r, &d), -1);
+  assert_true(d.errors > 0);
+  assert_null(r.data);
+  for (size_t cut = 0; cut + 4 < len; cut += 7) { /* truncations fail cleanly */
+    assert_int_equal(npy_read_mem(buf, cut, "cut", &r, &d), -1);
+    assert_null(r.data);
+  }
+  free(buf);
+  mg_diags_free(&d);
+}
+
 /* Write through our writer, read back through our reader, compare bytes.
  * The files stay in written/ for make_npy_fixtures.py --check. */
 static void test_write_npy_roundtrip(void **state) {
@@ -500,7 +573,9 @@ static void test_garbage_headers(void **state) {
       {"{'descr': '<f4', 'fortran_order': False}\n", MG_D_INVALID},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", MG_D_INVALID},
       {"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", MG_D_INVALID},
-      {"{'descr': '<U5', 'fortran_order': False, 'shape': (2,)}", MG_D_UNSUPPORTED_DTYPE},
+      {"{'descr': '|S5', 'fortran_order': False, 'shape': (2,)}", MG_D_UNSUPPORTED_DTYPE},
+      {"{'descr': '<U5', 'fortran_order': False, 'shape': (2,)}", MG_D_MALFORMED}, /* needs 40 bytes */
+      {"{'descr': '<U0', 'fortran_order': False, 'shape': (2,)}", MG_D_UNSUPPORTED_DTYPE},
       {"{'descr': '<f3', 'fortran_order': False, 'shape': (2,)}", MG_D_UNSUPPORTED_DTYPE},
       {"{'descr': '', 'fortran_order': False, 'shape': (2,)}", MG_D_UNSUPPORTED_DTYPE},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,)}",
@@ -715,6 +790,7 @@ int main(void) {
     return 1;
   }
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unicode),
       cmocka_unit_test(test_each_dtype_from_numpy),
       cmocka_unit_test(test_big_endian_converted),
       cmocka_unit_test(test_fortran_order_converted),
