@@ -49,6 +49,14 @@ typedef struct {
   int overflow;
 } fill_ctx;
 
+/* view for the checkpoint writer: the source's own bytes when no conversion is
+ * needed and they lie in memory (a mapped file), so they are written uncopied. */
+static int view(void *ctx, int64_t first, int64_t count, const void **p) {
+  fill_ctx *f = ctx;
+  *p = NULL;
+  return f->t->dtype == f->to ? wt_view(f->s, f->t, first, count, p, f->d) : 0;
+}
+
 /* Streams a range of a source tensor converted to the checkpoint dtype. */
 static int fill(void *ctx, int64_t first, int64_t count, void *dst) {
   fill_ctx *f = ctx;
@@ -232,7 +240,7 @@ int cmd_weights(int argc, char **argv) {
       break;
     }
     fill_ctx fc = {s, t, to, &d, NULL, 0, 0};
-    if (wt_ckpt_add(w, e->ms_name, to, rank, dims, fill, &fc)) rc = EXIT_BAD_INPUT;
+    if (wt_ckpt_add_view(w, e->ms_name, to, rank, dims, fill, view, &fc)) rc = EXIT_BAD_INPUT;
     mg_free(fc.buf);
     if (!rc && fc.overflow) {
       mg_error(&d, INVALID, t->name, NULL, "%d values overflow to infinity as %s", fc.overflow, mg_dtype_name(to));

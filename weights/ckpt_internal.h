@@ -56,4 +56,6 @@ void wt_tagset_free(wt_tagset *ts);
 /* CRC-32 as zlib and Python's binascii.crc32 compute it (reflected polynomial
  * 0xEDB88320): pass 0 to start, the previous result to continue. */
 uint32_t wt_crc32(uint32_t crc, const void *buf, size_t n);
+/* The same by tables only (weights/crc32.c), for tests of the vector path. */
+uint32_t wt_crc32_portable(uint32_t crc, const void *buf, size_t n);
 #endif

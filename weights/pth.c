@@ -4,11 +4,16 @@
  * bytes stay in the file.
  *
  * Zip format: <root>/data.pkl is the pickle, <root>/data/<key> the raw storages,
- * <root>/byteorder (torch >= 2.1; "little" or absent) and <root>/version. Stored
- * (uncompressed) storages, which torch always writes, are read on demand with
- * zip_fseek + zip_fread (see zip_read_storage for the caching of small and
- * scattered reads), so memory stays near the caller's chunks, or one storage for
- * a transposed tensor. A compressed storage (a re-zipped file) cannot be seeked
+ * <root>/byteorder (torch >= 2.1; "little" or absent) and <root>/version. libzip
+ * opens and checks the archive and reads the small entries. Stored (uncompressed)
+ * storages, which torch always writes, are used in place from a read-only map of
+ * the file (see "direct access" below), their CRC checked as they are consumed;
+ * where that is not possible (an entry libzip and our reading of the central
+ * directory disagree on, or no memory for that reading) they are read on demand
+ * with zip_fseek + zip_fread (see zip_read_storage for the caching of small and
+ * scattered reads), after one pass to the entry's end for libzip's CRC check.
+ * Either way memory stays near the caller's chunks, or one storage for a
+ * transposed tensor. A compressed storage (a re-zipped file) cannot be seeked
  * into: it is inflated whole into memory on first access and kept until close.
  *
  * Legacy format (torch < 1.6, or _use_new_zipfile_serialization=False): pickles
@@ -19,6 +24,7 @@
  *
  * Which tensors are listed (a key, or the one dict of tensors) is pth_select.c's
  * business. */
+#include "ckpt_internal.h"
 #include "source_internal.h"
 #include "unpickle.h"
 #include <errno.h>
@@ -68,7 +74,26 @@ typedef struct {
   long misses;
   unsigned char *whole;      /* one stored storage read whole (scattered access) */
   int whole_storage;
+  /* Direct access (below). */
+  const unsigned char *map;  /* the whole archive: our mmap, or the caller's buffer */
+  size_t map_len;
+  int mapped;                /* map is ours: unmapped on close, pages dropped */
+  uint64_t *cd;              /* per entry: offset of its central directory record */
+  uint64_t n_cd, cd_end;     /* entries; where the central directory starts */
+  struct zcheck *chk;        /* per storage (cap of them): its CRC check */
+  size_t span_lo, span_hi;   /* mapped bytes touched since pages were last dropped */
+  size_t touched;
 } pth_zip;
+
+/* The CRC check of a storage used in place: the CRC of entry bytes [0, pos),
+ * extended as bytes are used and compared once pos reaches the entry's size. */
+typedef struct zcheck {
+  uint64_t pos, size;
+  uint32_t crc, want;
+  unsigned char direct;      /* the storage is used in place (else read through libzip) */
+  unsigned char state;       /* ZC_CHECKING, ZC_GOOD or ZC_BAD */
+} zcheck;
+enum { ZC_CHECKING, ZC_GOOD, ZC_BAD };
 
 enum { WIN_MAX = 64 * 1024, WIN_MIN = 512 };
 #define ZIP_WHOLE_MAX ((size_t)256 << 20)
@@ -82,6 +107,9 @@ static void zip_impl_close(void *p) {
   mg_free(z->compressed);
   mg_free(z->win);
   mg_free(z->whole);
+  mg_free(z->cd);
+  mg_free(z->chk);
+  if (z->mapped) munmap((void *)z->map, z->map_len);
   if (z->za) zip_discard(z->za);
   mg_free(z);
 }
@@ -100,6 +128,20 @@ static int zread_all(zip_file_t *zf, void *dst, size_t n, const char *what, mg_d
   return 0;
 }
 
+/* Reads an open entry on to its end: libzip compares the entry's CRC only when a
+ * read reaches the end, and a read that stops exactly at the size never does.
+ * -1 with a diagnostic on a mismatch. */
+static int zread_end(zip_file_t *zf, const char *what, mg_diags *d) {
+  unsigned char rest[4096];
+  zip_int64_t r;
+  while ((r = zip_fread(zf, rest, sizeof rest)) > 0) continue;
+  if (r < 0) {
+    mg_error(d, MALFORMED, NULL, NULL, "%s: %s", what, zip_file_strerror(zf));
+    return -1;
+  }
+  return 0;
+}
+
 /* Reads [off, off+len) of stored entry i with a seek: the entry is kept open
  * between calls so that chunked reads of one storage cost one seek each. */
 static int zip_direct(const wt_source *s, pth_zip *z, int i, size_t off, size_t len, void *dst, mg_diags *d) {
@@ -112,6 +154,18 @@ static int zip_direct(const wt_source *s, pth_zip *z, int i, size_t off, size_t 
       return -1;
     }
     z->cur = i;
+    /* Read through once to its end on first use, so that libzip compares the CRC
+     * (the reads below stop short of the end). Entries used in place, as torch's
+     * are, never come here. */
+    if (z->chk[i].state == ZC_CHECKING) {
+      z->chk[i].state = zread_end(z->zf, "storage entry", d) ? ZC_BAD : ZC_GOOD;
+      if (z->chk[i].state == ZC_BAD) return -1;
+    }
+  }
+  if (z->chk[i].state == ZC_BAD) {
+    const char *name = zip_get_name(z->za, (zip_uint64_t)s->storages[i].entry, ZIP_FL_ENC_RAW);
+    mg_error(d, MALFORMED, NULL, NULL, "storage entry '%s' is corrupt", name ? name : "?");
+    return -1;
   }
   if (zip_fseek(z->zf, (zip_int64_t)off, SEEK_SET) != 0) {
     mg_error(d, MALFORMED, NULL, NULL, "cannot seek in storage entry: %s", zip_file_strerror(z->zf));
@@ -167,6 +221,7 @@ static int zip_read_storage(const wt_source *s, int i, size_t off, size_t len, v
         return -1;
       }
       int rc = zread_all(zf, buf, st->nbytes, "compressed storage entry", d);
+      if (!rc) rc = zread_end(zf, "compressed storage entry", d);
       zip_fclose(zf);
       if (rc) {
         mg_free(buf);
@@ -214,6 +269,165 @@ static int zip_read_storage(const wt_source *s, int i, size_t off, size_t len, v
   z->win_len = fill;
   z->win_served = len;
   memcpy(dst, z->win, len);
+  return 0;
+}
+
+/* ---- direct access to stored entries ----
+ * Every zip_fread of a stored storage costs an lseek, a read into libzip's buffer
+ * and a copy, and libzip's CRC pass over those bytes is wasted: it compares only
+ * when a read reaches the entry's end, which reads that stop at the size never do.
+ * Mapped, a stored entry is a run of the file's bytes that the checkpoint writer
+ * can hand to write() as they are (wt_view). Where an entry's bytes lie is not in
+ * libzip's API, so the central directory is read here (PKWARE APPNOTE 4.3.12-4.3.16,
+ * zip64 4.3.14-4.3.15 and 4.5.3), every field bounds-checked, and an entry is used
+ * in place only when its record agrees with libzip's view of it (name, method,
+ * sizes, CRC) and its local header with the record; any other entry is read
+ * through libzip. The CRC of an entry used in place is computed as its bytes are
+ * first used and compared when they have all been (zip_use). */
+
+/* Checked per step, and dropped from the mapping after this many were touched. */
+#define CHECK_STEP ((size_t)4 << 20)
+#define DROP_AFTER ((size_t)16 << 20)
+
+/* Little-endian fields of zip records (the caller has bounds-checked them). */
+static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t rd32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* Indexes the central directory of z->map: z->cd[i] is where entry i's record
+ * starts, as libzip numbers entries of an archive it has not modified. 0 when
+ * done; -1 (no diagnostic: the entries are then read through libzip) when the
+ * directory is not what libzip found or memory is short. */
+static int cd_index(pth_zip *z, zip_int64_t n_entries) {
+  const unsigned char *m = z->map;
+  size_t len = z->map_len;
+  if (!m || len < 22 || n_entries < 0) return -1;
+  /* The end record is the last "PK\5\6" whose comment runs exactly to the end. */
+  size_t lo = len - 22 > 0xffff ? len - 22 - 0xffff : 0, eocd = 0;
+  int found = 0;
+  for (size_t k = len - 22 + 1; k-- > lo && !found;)
+    if (rd32(m + k) == 0x06054b50 && k + 22 + rd16(m + k + 20) == len) eocd = k, found = 1;
+  if (!found) return -1;
+  uint64_t count = rd16(m + eocd + 10), cd_size = rd32(m + eocd + 12), cd_off = rd32(m + eocd + 16);
+  if (count == 0xffff || cd_size == 0xffffffff || cd_off == 0xffffffff) {
+    /* zip64: a locator right before the end record gives the zip64 end record. */
+    if (eocd < 20 || rd32(m + eocd - 20) != 0x07064b50) return -1;
+    uint64_t z64 = rd64(m + eocd - 20 + 8);
+    if (z64 > eocd - 20 || eocd - 20 - z64 < 56 || rd32(m + z64) != 0x06064b50) return -1;
+    count = rd64(m + z64 + 32), cd_size = rd64(m + z64 + 40), cd_off = rd64(m + z64 + 48);
+  }
+  /* A record takes at least 46 bytes, which also bounds the table below. */
+  if (count != (uint64_t)n_entries || cd_off > len || cd_size > len - cd_off || count > cd_size / 46) return -1;
+  z->cd = mg_malloc(count ? (size_t)count * sizeof *z->cd : 1);
+  if (!z->cd) return -1;
+  uint64_t pos = cd_off, end = cd_off + cd_size;
+  for (uint64_t i = 0; i < count; i++) {
+    if (end - pos < 46 || rd32(m + pos) != 0x02014b50) goto fail;
+    uint64_t rec = 46 + (uint64_t)rd16(m + pos + 28) + rd16(m + pos + 30) + rd16(m + pos + 32);
+    if (rec > end - pos) goto fail;
+    z->cd[i] = pos;
+    pos += rec;
+  }
+  z->n_cd = count;
+  z->cd_end = cd_off;
+  return 0;
+fail:
+  mg_free(z->cd);
+  z->cd = NULL;
+  return -1;
+}
+
+/* Reads a zip64 extra field's 8-byte value into *v when *v overflowed its 32-bit
+ * field; -1 when the extra field is too short. */
+static int z64_field(uint64_t *v, const unsigned char **f, const unsigned char *fend) {
+  if (*v != 0xffffffffu) return 0;
+  if (fend - *f < 8) return -1;
+  *v = rd64(*f);
+  *f += 8;
+  return 0;
+}
+
+/* Where stored entry ix's bytes start in the map, when its central record names
+ * `name` and agrees with libzip's stat zs, and its local header with the record,
+ * all within the archive's data area; 0 (never a data offset: a local header comes
+ * first) when the entry is to be read through libzip instead. */
+static uint64_t direct_offset(const pth_zip *z, zip_uint64_t ix, const zip_stat_t *zs, const char *name) {
+  if (!z->cd || ix >= z->n_cd || !(zs->valid & ZIP_STAT_CRC) || !(zs->valid & ZIP_STAT_COMP_METHOD) ||
+      zs->comp_method != ZIP_CM_STORE)
+    return 0;
+  const unsigned char *r = z->map + z->cd[ix]; /* 46 + lengths in bounds (cd_index) */
+  size_t nlen = rd16(r + 28), elen = rd16(r + 30);
+  if ((rd16(r + 8) & 1) || rd16(r + 10) != 0 || nlen != strlen(name) || memcmp(r + 46, name, nlen)) return 0;
+  uint64_t usize = rd32(r + 24), csize = rd32(r + 20), lho = rd32(r + 42);
+  /* zip64: the fields that overflowed follow in extra field 1, in this order. */
+  const unsigned char *x = r + 46 + nlen, *xend = x + elen;
+  while (xend - x >= 4) {
+    size_t id = rd16(x), sz = rd16(x + 2);
+    if (sz > (size_t)(xend - x - 4)) return 0;
+    const unsigned char *f = x + 4, *fend = f + sz;
+    if (id == 1 && (z64_field(&usize, &f, fend) || z64_field(&csize, &f, fend) || z64_field(&lho, &f, fend)))
+      return 0;
+    x += 4 + sz;
+  }
+  if (usize != zs->size || csize != zs->size || rd32(r + 16) != zs->crc) return 0;
+  if (lho > z->cd_end || z->cd_end - lho < 30) return 0;
+  const unsigned char *l = z->map + lho;
+  uint64_t data = lho + 30 + (uint64_t)rd16(l + 26) + rd16(l + 28);
+  if (rd32(l) != 0x04034b50 || rd16(l + 26) != nlen || data > z->cd_end || memcmp(l + 30, name, nlen) ||
+      zs->size > z->cd_end - data)
+    return 0;
+  return data;
+}
+
+/* Counts mapped bytes [off, off+n) as touched. First, when the pages touched
+ * since the last drop would pass DROP_AFTER, drops them from the mapping: they
+ * are clean file pages, so only resident memory shrinks (it would else grow to
+ * the file size); a later use faults them back in from the page cache. */
+static void touch(pth_zip *z, size_t off, size_t n) {
+  if (!z->mapped || !n) return;
+  if (z->touched && z->touched + n > DROP_AFTER) {
+    size_t lo = z->span_lo & ~((size_t)sysconf(_SC_PAGESIZE) - 1); /* madvise wants a page-aligned start */
+    (void)madvise((void *)(z->map + lo), z->span_hi - lo, MADV_DONTNEED);
+    z->touched = 0;
+  }
+  if (!z->touched) z->span_lo = off, z->span_hi = off + n;
+  if (off < z->span_lo) z->span_lo = off;
+  if (off + n > z->span_hi) z->span_hi = off + n;
+  z->touched += n;
+}
+
+/* use_storage for zip sources: extends the CRC of a storage used in place over
+ * the bytes about to be used (over the whole entry when the read reaches the
+ * storage's end) and compares it once complete. Every later use of a storage
+ * found corrupt fails too. */
+static int zip_use(const wt_source *s, int i, size_t off, size_t len, mg_diags *d) {
+  pth_zip *z = s->impl;
+  zcheck *c = &z->chk[i];
+  if (!c->direct) return 0;
+  const wt_storage *st = &s->storages[i];
+  size_t at = (size_t)(st->data - z->map);
+  uint64_t end = off + len, before = c->pos;
+  if (end >= st->nbytes) end = c->size;
+  if (c->state == ZC_CHECKING) {
+    while (c->pos < end) {
+      size_t n = end - c->pos < CHECK_STEP ? (size_t)(end - c->pos) : CHECK_STEP;
+      touch(z, at + (size_t)c->pos, n);
+      c->crc = wt_crc32(c->crc, st->data + c->pos, n);
+      c->pos += n;
+    }
+    if (c->pos == c->size) c->state = c->crc == c->want ? ZC_GOOD : ZC_BAD;
+  }
+  if (c->state == ZC_BAD) {
+    const char *name = zip_get_name(z->za, (zip_uint64_t)st->entry, ZIP_FL_ENC_RAW), *saved = d->file;
+    if (s->path) d->file = s->path; /* the caller may be naming its output */
+    mg_error(d, MALFORMED, NULL, NULL, "storage entry '%s' is corrupt: its bytes give CRC-32 %08x, the archive records %08x",
+             name ? name : "?", (unsigned)c->crc, (unsigned)c->want);
+    d->file = saved;
+    return -1;
+  }
+  if (off < before) touch(z, at + off, (size_t)((off + len < before ? off + len : before) - off));
   return 0;
 }
 
@@ -272,19 +486,26 @@ static int zip_bind(pth_collect_ctx *cl, pk_storage *st, const char *tensor) {
     unsigned char *c = mg_realloc(z->compressed, (size_t)cap);
     if (c) z->compressed = c;
     unsigned char **l = c ? mg_realloc(z->loaded, (size_t)cap * sizeof *l) : NULL;
-    if (!l) {
+    if (l) z->loaded = l;
+    zcheck *k = l ? mg_realloc(z->chk, (size_t)cap * sizeof *k) : NULL;
+    if (!k) {
       mg_error(cl->d, OOM, tensor, NULL, "out of memory");
       return -1;
     }
     memset(l + z->cap, 0, (size_t)(cap - z->cap) * sizeof *l);
-    z->loaded = l;
+    z->chk = k;
     z->cap = cap;
   }
   /* nbytes is what both the entry and the declaration cover: a longer entry
    * carries nothing a tensor may use. */
   wt_storage w = {.nbytes = (size_t)want, .entry = ix};
+  uint64_t data = comp ? 0 : direct_offset(z, (zip_uint64_t)ix, &zs, name);
+  if (data) w.data = z->map + data;
   int idx = add_storage(cl, st, &w, tensor);
-  if (idx >= 0) z->compressed[idx] = (unsigned char)comp;
+  if (idx >= 0) {
+    z->compressed[idx] = (unsigned char)comp;
+    z->chk[idx] = (zcheck){.size = zs.size, .want = zs.crc, .direct = data != 0, .state = ZC_CHECKING};
+  }
   return idx;
 }
 
@@ -315,6 +536,7 @@ static unsigned char *zip_slurp(const pth_zip *z, zip_int64_t ix, zip_uint64_t l
     return NULL;
   }
   int rc = zread_all(zf, buf, (size_t)zs.size, name, d);
+  if (!rc) rc = zread_end(zf, name, d);
   zip_fclose(zf);
   if (rc) {
     mg_free(buf);
@@ -324,17 +546,22 @@ static unsigned char *zip_slurp(const pth_zip *z, zip_int64_t ix, zip_uint64_t l
   return buf;
 }
 
-/* Builds a source over an open archive (taking ownership of za in every case). */
-static int zip_build(zip_t *za, uint64_t archive_len, const char *path, const char *key, wt_source **out,
-                     mg_diags *d) {
+/* Builds a source over the archive in map[0, len) (taking ownership of za in
+ * every case, and of the map when `mapped`). */
+static int zip_build(zip_t *za, const unsigned char *map, size_t len, int mapped, const char *path, const char *key,
+                     wt_source **out, mg_diags *d) {
   pth_zip *z = mg_calloc(1, sizeof *z);
   if (!z) {
     zip_discard(za);
+    if (mapped) munmap((void *)map, len);
     mg_error(d, OOM, NULL, NULL, "out of memory");
     return -1;
   }
   z->za = za;
-  z->archive_len = archive_len;
+  z->archive_len = len;
+  z->map = map;
+  z->map_len = len;
+  z->mapped = mapped;
   z->cur = -1;
   z->win_storage = -1;
   z->miss_storage = -1;
@@ -349,6 +576,7 @@ static int zip_build(zip_t *za, uint64_t archive_len, const char *path, const ch
     s->impl = z;
     s->close_impl = zip_impl_close;
     s->read_storage = zip_read_storage;
+    s->use_storage = zip_use;
   }
   if (!s || !c) {
     mg_error(d, OOM, NULL, NULL, "out of memory");
@@ -357,6 +585,7 @@ static int zip_build(zip_t *za, uint64_t archive_len, const char *path, const ch
   /* The record directory is the one holding data.pkl at the top level, as torch's
    * reader finds it. */
   zip_int64_t n = zip_get_num_entries(za, 0), pkl_ix = -1;
+  (void)cd_index(z, n); /* on failure every entry is read through libzip */
   for (zip_int64_t i = 0; i < n && pkl_ix < 0; i++) {
     const char *nm = zip_get_name(za, (zip_uint64_t)i, ZIP_FL_ENC_RAW);
     const char *slash = nm ? strchr(nm, '/') : NULL;
@@ -402,32 +631,24 @@ done:
   return rc;
 }
 
-static int zip_open_path(const char *path, uint64_t len, const char *key, wt_source **out, mg_diags *d) {
-  int err = 0;
-  zip_t *za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &err);
-  if (!za) {
-    zip_error_t ze;
-    zip_error_init_with_code(&ze, err);
-    mg_error(d, MALFORMED, NULL, NULL, "not a readable zip archive: %s", zip_error_strerror(&ze));
-    zip_error_fini(&ze);
-    return -1;
-  }
-  return zip_build(za, len, path, key, out, d);
-}
-
-static int zip_open_buffer(const void *buf, size_t len, const char *key, wt_source **out, mg_diags *d) {
+/* Opens the zip archive in buf[0, len) through libzip, which then reads from
+ * that memory too: the names and small entries it serves and the bytes used in
+ * place are one and the same. Takes ownership of buf when `mapped`. */
+static int zip_open_buffer(const void *buf, size_t len, int mapped, const char *path, const char *key,
+                           wt_source **out, mg_diags *d) {
   zip_error_t ze;
   zip_error_init(&ze);
   zip_source_t *src = zip_source_buffer_create(buf, len, 0, &ze);
   zip_t *za = src ? zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze) : NULL;
   if (!za) {
     if (src) zip_source_free(src);
+    if (mapped) munmap((void *)buf, len);
     mg_error(d, MALFORMED, NULL, NULL, "not a readable zip archive: %s", zip_error_strerror(&ze));
     zip_error_fini(&ze);
     return -1;
   }
   zip_error_fini(&ze);
-  return zip_build(za, len, NULL, key, out, d);
+  return zip_build(za, buf, len, mapped, path, key, out, d);
 }
 
 /* ---- legacy format ---- */
@@ -575,7 +796,7 @@ static int is_zip(const unsigned char *b, size_t n) {
 int pth_open_buffer(const void *buf, size_t len, const char *key, wt_source **out, mg_diags *d) {
   const unsigned char *b = buf;
   *out = NULL;
-  if (is_zip(b, len)) return zip_open_buffer(buf, len, key, out, d);
+  if (is_zip(b, len)) return zip_open_buffer(buf, len, 0, NULL, key, out, d);
   if (len < 1 || b[0] != 0x80) {
     mg_error(d, INVALID, NULL, NULL, "not a torch .pth file (neither a zip archive nor a legacy pickle)");
     return -1;
@@ -601,10 +822,11 @@ int pth_open(const char *path, const char *key, wt_source **out, mg_diags *d) {
   pth_map *m = map_file(path, d);
   if (m) {
     if (is_zip(m->map, m->len)) {
-      /* libzip reads the file itself; the map was only for the magic. */
-      uint64_t len = m->len;
-      map_close(m);
-      rc = zip_open_path(path, len, key, out, d);
+      /* The map goes to the zip source, which unmaps it on close. */
+      void *map = m->map;
+      size_t len = m->len;
+      mg_free(m);
+      rc = zip_open_buffer(map, len, 1, path, key, out, d);
     } else if (((const unsigned char *)m->map)[0] != 0x80) {
       mg_error(d, INVALID, NULL, NULL, "not a torch .pth file (neither a zip archive nor a legacy pickle)");
       map_close(m);

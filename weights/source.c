@@ -97,6 +97,7 @@ static int storage_bytes(const wt_source *s, int i, int64_t off, size_t len, voi
     return -1;
   }
   if (st->data) {
+    if (s->use_storage && s->use_storage(s, i, (size_t)off, len, d)) return -1;
     memcpy(dst, st->data + off, len);
     return 0;
   }
@@ -105,6 +106,26 @@ static int storage_bytes(const wt_source *s, int i, int64_t off, size_t len, voi
     return -1;
   }
   return s->read_storage(s, i, (size_t)off, len, dst, d);
+}
+
+/* Whether t's elements lie in C order without gaps (size-1 axes may have any
+ * stride). */
+static int is_contiguous(const wt_tensor *t) {
+  int64_t expect = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    if (t->dims[i] != 1 && t->strides[i] != expect) return 0;
+    expect *= t->dims[i];
+  }
+  return 1;
+}
+
+/* Before the read that finishes t (`last`): has the reader complete the check of
+ * t's storage, so that a tensor read to its end has been checked whole, whatever
+ * part of the storage it views. */
+static int finish_check(const wt_source *s, const wt_tensor *t, int last, mg_diags *d) {
+  const wt_storage *st = &s->storages[t->storage];
+  if (!last || !st->data || !s->use_storage) return 0;
+  return s->use_storage(s, t->storage, st->nbytes, 0, d);
 }
 
 int wt_read(const wt_source *s, const wt_tensor *t, int64_t first, int64_t count, void *dst,
@@ -120,17 +141,12 @@ int wt_read(const wt_source *s, const wt_tensor *t, int64_t first, int64_t count
     return -1;
   }
   if (!count) return 0;
+  if (finish_check(s, t, first + count == total, d)) return -1;
   /* Runs of contiguous elements along the last axis are copied in one go. */
   int r = t->rank;
   int64_t inner = r ? t->dims[r - 1] : 1, inner_stride = r ? t->strides[r - 1] : 1;
-  int contiguous = 1;
-  int64_t expect = 1;
-  for (int i = r - 1; i >= 0; i--) {
-    if (t->dims[i] != 1 && t->strides[i] != expect) contiguous = 0;
-    expect *= t->dims[i];
-  }
   unsigned char *out = dst;
-  if (contiguous)
+  if (is_contiguous(t))
     return storage_bytes(s, t->storage, (t->offset + first) * (int64_t)es, (size_t)count * es, out, d, t);
   int64_t k = first;
   while (k < first + count) {
@@ -147,6 +163,34 @@ int wt_read(const wt_source *s, const wt_tensor *t, int64_t first, int64_t count
     out += (size_t)run * es;
     k += run;
   }
+  return 0;
+}
+
+/* weights.h. */
+int wt_view(const wt_source *s, const wt_tensor *t, int64_t first, int64_t count, const void **p,
+            mg_diags *d) {
+  *p = NULL;
+  if (t->storage < 0 || t->storage >= s->n_storages) {
+    mg_error(d, INVALID, t->name, NULL, "tensor names a storage that does not exist");
+    return -1;
+  }
+  const wt_storage *st = &s->storages[t->storage];
+  int64_t total = wt_numel(t);
+  if (first < 0 || count < 0 || first + count > total) {
+    mg_error(d, INVALID, t->name, NULL, "read past the tensor's end");
+    return -1;
+  }
+  if (!st->data || !count || !is_contiguous(t)) return 0; /* the caller reads instead */
+  size_t es = mg_dtype_size(t->dtype);
+  int64_t off = (t->offset + first) * (int64_t)es;
+  size_t len = (size_t)count * es;
+  if (off < 0 || (uint64_t)off > st->nbytes || len > st->nbytes - (size_t)off) {
+    mg_error(d, INVALID, t->name, NULL, "storage of %zu bytes is shorter than the tensor needs", st->nbytes);
+    return -1;
+  }
+  if (finish_check(s, t, first + count == total, d)) return -1;
+  if (s->use_storage && s->use_storage(s, t->storage, (size_t)off, len, d)) return -1;
+  *p = st->data + off;
   return 0;
 }
 

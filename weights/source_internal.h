@@ -22,6 +22,12 @@ struct wt_source {
   /* For storages not held in memory: copies bytes [off, off+len) of storage i.
    * 0 on success; records a diagnostic otherwise. */
   int (*read_storage)(const wt_source *s, int i, size_t off, size_t len, void *dst, mg_diags *d);
+  /* Optional, for storages in memory whose bytes must be checked before they are
+   * used (a zip entry's CRC): called before bytes [off, off+len) of storage i are
+   * read through `data`, and with off == nbytes, len == 0 before the read that
+   * finishes a tensor, which must complete the storage's check. 0, or -1 with a
+   * diagnostic (the storage is corrupt). */
+  int (*use_storage)(const wt_source *s, int i, size_t off, size_t len, mg_diags *d);
   void *impl;                /* reader state (an open zip archive) */
   void (*close_impl)(void *impl);
   const char *path;

@@ -53,6 +53,12 @@ int64_t wt_numel(const wt_tensor *t);
  * strides. 0 on success; a storage shorter than the tensor is an error. */
 int wt_read(const wt_source *s, const wt_tensor *t, int64_t first, int64_t count, void *dst,
             mg_diags *d);
+/* Like wt_read, but without a copy when it can: when elements [first, first +
+ * count) of t lie contiguously in memory (a mapped file), sets *p to them, valid
+ * until the source is closed; otherwise sets *p = NULL (use wt_read). The bytes
+ * are checked as wt_read checks them. 0, or -1 with a diagnostic. */
+int wt_view(const wt_source *s, const wt_tensor *t, int64_t first, int64_t count, const void **p,
+            mg_diags *d);
 
 /* ---- MindSpore checkpoint (checkpoint.proto, written by hand from its facts) ---- */
 
@@ -68,6 +74,14 @@ int wt_ckpt_begin(const char *path, int force, int crc, wt_ckpt_writer **out, mg
 typedef int (*wt_fill_fn)(void *ctx, int64_t first, int64_t count, void *dst);
 int wt_ckpt_add(wt_ckpt_writer *w, const char *tag, mg_dtype dtype, int rank, const int64_t *dims,
                 wt_fill_fn fill, void *ctx);
+/* Optional companion to fill: when elements [first, first + count) already lie in
+ * memory in the checkpoint dtype, sets *p to them (valid until the next call), and
+ * the writer writes them without a copy; *p = NULL has fill called instead. 0, or
+ * -1 when the content cannot be produced. */
+typedef int (*wt_view_fn)(void *ctx, int64_t first, int64_t count, const void **p);
+/* wt_ckpt_add, asking `view` (may be NULL) before `fill` for each range. */
+int wt_ckpt_add_view(wt_ckpt_writer *w, const char *tag, mg_dtype dtype, int rank, const int64_t *dims,
+                     wt_fill_fn fill, wt_view_fn view, void *ctx);
 /* Writes the optional CRC trailer, fsyncs and renames into place. */
 int wt_ckpt_commit(wt_ckpt_writer *w);
 /* Discards the temporary file (if not committed) and frees the writer: call it

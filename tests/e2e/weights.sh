@@ -4,7 +4,8 @@
 # (zip .pth, legacy .pth, .safetensors, a checkpoint dict with optimizer state) give
 # .ckpt files whose every value equals the torch tensor bit for bit under the
 # expected MindSpore name; default (BatchNorm-folded) exports bind 100% of their
-# initializers with --graph; bad inputs exit 2 and leave no output.
+# initializers with --graph; bad inputs (a flipped bit under a zip CRC too) exit 2
+# and leave no output.
 # usage: tests/e2e/weights.sh BUILD_DIR [MODELS]
 set -u
 BUILD=${1:-build}
@@ -26,7 +27,7 @@ check() { # label ckpt pth model [check-ckpt args]
 }
 for model in ${MODELS//,/ }; do
   v=$work/$model
-  [ -f "$v/${model}_ckpt.pth" ] || /usr/bin/python3 tests/fixtures/make_weight_variants.py "$tv/$model.pth" "$v" >/dev/null
+  [ -f "$v/${model}_ckpt.pth" ] && [ -f "$v/bad_crc.pth" ] || /usr/bin/python3 tests/fixtures/make_weight_variants.py "$tv/$model.pth" "$v" >/dev/null
   for form in zip.pth legacy.pth safetensors; do
     src=$v/${model}_$form; [ "$form" = safetensors ] && src=$v/$model.safetensors
     out=$v/out_${form%%.*}.ckpt
@@ -74,6 +75,7 @@ badcase "$v/bad_eval.pth" "builtins\.eval\|__builtin__\.eval"
 badcase "$v/bad_truncated.pth" ""
 badcase "$v/bad_missing_storage.pth" "storage"
 badcase "$v/bad_short_storage.pth" "short"
+badcase "$v/bad_crc.pth" "corrupt"
 badcase "$v/bad_dtype.safetensors" "Q7"
 head -c 1000 "$v/out_zip.ckpt" > "$work/corrupt.ckpt"
 if "$MIGC" ckpt dump "$work/corrupt.ckpt" >/dev/null 2>"$work/err"; then bad "truncated ckpt accepted"

@@ -303,6 +303,125 @@ static void test_bad_pth_files(void **state) {
   wt_close(s);
 }
 
+/* Reads tensor `name` of s whole, in pieces of `per` elements; wt_read's status. */
+static int read_whole(const wt_source *s, const char *name, int64_t per, mg_diags *d) {
+  const wt_tensor *t = wt_find(s, name);
+  assert_non_null(t);
+  int64_t n = wt_numel(t);
+  unsigned char *buf = malloc((size_t)per * mg_dtype_size(t->dtype) + 1);
+  assert_non_null(buf);
+  int rc = 0;
+  for (int64_t f = 0; f < n && !rc; f += per) rc = wt_read(s, t, f, n - f < per ? n - f : per, buf, d);
+  free(buf);
+  return rc;
+}
+
+/* Whether d holds an error of kind `code` whose message mentions needle. */
+static int has_diag(const mg_diags *d, mg_diag_code code, const char *needle) {
+  for (size_t i = 0; i < d->count; i++)
+    if (d->items[i].code == code && d->items[i].message && strstr(d->items[i].message, needle)) return 1;
+  return 0;
+}
+
+/* A flipped bit under a zip CRC is found: in data.pkl at open, in a storage when
+ * a tensor over it is read to its end, even when the bit lies outside the bytes
+ * that tensor views; the other tensors still read. From a file and from memory. */
+static void test_zip_crc(void **state) {
+  (void)state;
+  expect_fail('p', "bad_crc_pickle.pth", NULL, MG_D_MALFORMED, "CRC");
+  char p[1024];
+  for (int from_memory = 0; from_memory < 2; from_memory++) {
+    mg_diags d;
+    mg_diags_init(&d);
+    wt_source *s = NULL;
+    size_t len;
+    unsigned char *buf = NULL;
+    if (from_memory) {
+      buf = slurp(fx(p, sizeof p, "bad_crc_storage.pth"), &len);
+      assert_int_equal(pth_open_buffer(buf, len, NULL, &s, &d), 0);
+    } else {
+      assert_int_equal(pth_open(fx(p, sizeof p, "bad_crc_storage.pth"), NULL, &s, &d), 0);
+    }
+    /* The largest storage is wide_t's (200x300 floats, read transposed); its bit
+     * is in the middle. */
+    assert_int_equal(read_whole(s, "shared_base", 12, &d), 0);
+    assert_int_equal(read_whole(s, "big", 1000, &d), 0);
+    assert_int_not_equal(read_whole(s, "wide_t", 1000, &d), 0);
+    assert_true(has_diag(&d, MG_D_MALFORMED, "corrupt"));
+    assert_int_not_equal(read_whole(s, "wide_t", 60000, &d), 0); /* and stays corrupt */
+    assert_int_equal(read_whole(s, "conv.weight", 7, &d), 0);
+    wt_close(s);
+    mg_diags_free(&d);
+    free(buf);
+  }
+  wt_source *s = open_ok('p', "bad_crc_outside_view.pth", NULL);
+  mg_diags d;
+  mg_diags_init(&d);
+  float got[3];
+  assert_int_equal(wt_read(s, wt_find(s, "shared_view"), 0, 3, got, &d), 0); /* not yet to its end */
+  assert_int_not_equal(read_whole(s, "shared_view", 6, &d), 0);
+  assert_true(has_diag(&d, MG_D_MALFORMED, "corrupt"));
+  wt_close(s);
+  mg_diags_free(&d);
+  /* With each allocation failing in turn, the corrupt storage never reads: one of
+   * them is the central directory index, without which the storages are read
+   * through libzip, whose CRC check must then be reached. */
+  for (long n = 1;; n++) {
+    mg_diags_init(&d);
+    mg_fault_fail_at(n, 1);
+    s = NULL;
+    int rc = pth_open(fx(p, sizeof p, "bad_crc_storage.pth"), NULL, &s, &d);
+    if (!rc) rc = read_whole(s, "wide_t", 1000, &d);
+    long used = mg_fault_count();
+    mg_fault_fail_at(0, 0);
+    assert_int_not_equal(rc, 0);
+    wt_close(s);
+    mg_diags_free(&d);
+    if (used < n) break;
+  }
+  s = open_ok('p', "bad_crc_deflated.pth", NULL);
+  mg_diags_init(&d);
+  assert_int_not_equal(read_whole(s, "shared_base", 12, &d), 0);
+  assert_true(d.errors >= 1);
+  wt_close(s);
+  mg_diags_free(&d);
+}
+
+/* wt_view hands out the mapped bytes of contiguous tensors of a stored archive,
+ * equal to what wt_read copies, and nothing for a transposed tensor or a deflated
+ * archive (wt_read is the way there). */
+static void test_view(void **state) {
+  (void)state;
+  const char *files[] = {"sd.pth", "sd_deflated.pth"};
+  for (int f = 0; f < 2; f++) {
+    wt_source *s = open_ok('p', files[f], NULL);
+    mg_diags d;
+    mg_diags_init(&d);
+    int viewed = 0;
+    for (int i = 0; i < wt_count(s); i++) {
+      const wt_tensor *t = wt_get(s, i);
+      int64_t n = wt_numel(t);
+      size_t bytes = (size_t)n * mg_dtype_size(t->dtype);
+      const void *v = (const void *)1;
+      assert_int_equal(wt_view(s, t, 0, n, &v, &d), 0);
+      if (!v) continue;
+      unsigned char *got = malloc(bytes + 1);
+      assert_non_null(got);
+      assert_int_equal(wt_read(s, t, 0, n, got, &d), 0);
+      assert_memory_equal(v, got, bytes);
+      free(got);
+      viewed++;
+    }
+    const void *v = (const void *)1;
+    assert_int_equal(wt_view(s, wt_find(s, "transposed"), 0, 15, &v, &d), 0);
+    assert_null(v);
+    if (f == 0) assert_true(viewed >= wt_count(s) - 4); /* all but the strided, transposed, empty ones */
+    else assert_int_equal(viewed, 0);
+    wt_close(s);
+    mg_diags_free(&d);
+  }
+}
+
 static void test_bad_safetensors(void **state) {
   (void)state;
   expect_fail('s', "bad_json.safetensors", NULL, MG_D_MALFORMED, "header");
@@ -499,6 +618,8 @@ int main(void) {
       cmocka_unit_test(test_checkpoint_keys),
       cmocka_unit_test(test_malicious_pickles_rejected),
       cmocka_unit_test(test_bad_pth_files),
+      cmocka_unit_test(test_zip_crc),
+      cmocka_unit_test(test_view),
       cmocka_unit_test(test_bad_safetensors),
       cmocka_unit_test(test_unpickler_edges),
       cmocka_unit_test(test_buffers),
