@@ -198,7 +198,8 @@ int cmd_convert(int argc, char **argv) {
   mg_model *m = NULL;
   int rc = EXIT_OK;
   double t0 = seconds();
-  if (onnx_import(model, &d, &m) || mg_prepare(m, ov, n_ov, &d)) {
+  if (!onnx_import(model, &d, &m)) m->derive_shapes_only = 1;
+  if (!m || mg_prepare(m, ov, n_ov, &d)) {
     cli_report(&d);
     mg_diags_free(&d);
     if (m) mg_model_free(m);

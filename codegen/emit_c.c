@@ -411,11 +411,12 @@ static int value_ok(cg_ctx *c, const mg_node *n, const mg_value *v) {
   if (v->id >= 0 && v->id < c->g->n_values && c->bounded[v->id] && v->producer != n)
     return cg_unsupported(c, n, "value '%s' has a run-time length (only a graph output may), and %s reads it",
                           v->name, n->op_type) + 1;
-  if (v->shape.rank < 0 || !mg_shape_is_static(&v->shape)) {
+  if (v->shape.rank < 0 || !mg_shape_is_static(&v->shape) || v->shape_declared) {
     char buf[128];
     mg_error(c->d, UNSUPPORTED, n->name, n->op_type,
-             "cpu: dynamic-shape: value '%s' has shape %s; give --input-shape or fix the export", v->name,
-             mg_shape_str(&v->shape, buf, sizeof buf));
+             "cpu: dynamic-shape: value '%s' has shape %s%s; give --input-shape or fix the export", v->name,
+             mg_shape_str(&v->shape, buf, sizeof buf),
+             v->shape_declared ? " only as the model declares it (it depends on run-time values)" : "");
     c->cur_failed = 1;
     return 0;
   }

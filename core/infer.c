@@ -194,6 +194,23 @@ static int all_inputs_constant(const mg_node *n) {
   return any || n->op == MG_OP_Range;
 }
 
+/* Where inference leaves dims unknown because they depend on run-time values (a
+ * shape fed as a graph input, a data-dependent size) and the model declares a
+ * static shape that agrees with everything inferred, the declared dims are
+ * taken, and the value is marked shape_declared: consumers that must not rely on
+ * a promise (code generation for shape operands) check the mark. */
+static void adopt_declared_dims(mg_value *v) {
+  if (!v || !v->has_decl || v->vtype != MG_VT_TENSOR || v->decl_shape.rank < 0 ||
+      !mg_shape_is_static(&v->decl_shape) || mg_shape_is_static(&v->shape))
+    return;
+  if (v->shape.rank >= 0 && v->shape.rank != v->decl_shape.rank) return;
+  for (int d = 0; v->shape.rank >= 0 && d < v->shape.rank; d++)
+    if (v->shape.d[d].v >= 0 && v->shape.d[d].v != v->decl_shape.d[d].v) return;
+  if (v->decl_dtype != MG_UNDEFINED && v->dtype != MG_UNDEFINED && v->decl_dtype != v->dtype) return;
+  v->shape = v->decl_shape;
+  v->shape_declared = 1;
+}
+
 int infer_node(infer_ctx *c, mg_node *n) {
   if (n->op == MG_OP_UNKNOWN) {
     for (int i = 0; i < n->n_out; i++)
@@ -210,6 +227,8 @@ int infer_node(infer_ctx *c, mg_node *n) {
       return -1;
     }
   if (infer_class(c, n)) return -1;
+  if (!n->graph->model->derive_shapes_only)
+    for (int i = 0; i < n->n_out; i++) adopt_declared_dims(n->out[i]);
   if (c->oom) return -1;
   if (n->n_out >= 1 && n->out[0] && !n->out[0]->data && fold_supports(n->op) &&
       all_inputs_constant(n)) {

@@ -104,6 +104,8 @@ typedef struct mg_value {
   int n_elems;
   int id;               /* dense index within its graph; -1 if detached */
   int has_decl;         /* the model declared a type (graph input/output, value_info) */
+  int shape_declared;   /* some dims were taken from the declaration: inference could not
+                           derive them (they depend on run-time values) */
   mg_dtype decl_dtype;  /* the declared type, kept to check inference against */
   mg_shape decl_shape;
 } mg_value;
@@ -181,6 +183,9 @@ typedef struct mg_model {
    * wanted (verify --grad): floating-point values computed from an initializer are
    * then not folded into constants, so the path from each parameter survives. */
   int keep_param_paths;
+  /* Never adopt a declared shape that inference could not derive (see
+   * mg_value.shape_declared): code generation must not rely on a promise. */
+  int derive_shapes_only;
 } mg_model;
 
 /* Construction. All return NULL on allocation failure (recorded by the caller). */

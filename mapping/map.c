@@ -164,9 +164,10 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
     return 0;
   }
   case REQ_STATIC:
-    if (x && mg_shape_is_static(&x->shape)) return 1;
+    if (x && mg_shape_is_static(&x->shape) && !x->shape_declared) return 1;
     *status = MAP_DYNAMIC_SHAPE;
-    snprintf(why, wn, "input shape is not static");
+    snprintf(why, wn, x && x->shape_declared ? "input shape is only declared: it depends on run-time values"
+                                             : "input shape is not static");
     return 0;
   }
   return 1;
