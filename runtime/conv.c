@@ -352,27 +352,30 @@ static size_t wino_scratch(const mg_conv2d_params *p) {
  * transformed into a stack tile first, so U is written in runs of WINO_WBLOCK
  * floats per plane rather than one float per plane at a time. */
 static void wino_weights(int Mg, int Cg, const float *w, float *U, size_t ustride) {
-  float tile[16][WINO_WBLOCK];
+  float tile[16][WINO_WBLOCK], g[9][WINO_WBLOCK];
   int m, c0, c, i, j, xi;
   for (m = 0; m < Mg; m++)
     for (c0 = 0; c0 < Cg; c0 += WINO_WBLOCK) {
       const int nc = min_int(WINO_WBLOCK, Cg - c0);
-      for (c = 0; c < nc; c++) {
-        const float *g = w + ((size_t)m * Cg + c0 + c) * 9;
-        float t[4][3]; /* G g */
-        for (j = 0; j < 3; j++) {
-          t[0][j] = g[j];
-          t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-          t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-          t[3][j] = g[6 + j];
+      const float *wm = w + ((size_t)m * Cg + c0) * 9;
+      /* the block's kernels tap by tap (g[j][c]), so the transform below runs along
+       * c in whole vectors */
+      for (c = 0; c < nc; c++)
+        for (j = 0; j < 9; j++) g[j][c] = wm[c * 9 + j];
+      for (i = 0; i < 4; i++)
+        for (c = 0; c < nc; c++) {
+          /* row i of G g, then that row times G^T */
+          const float r0 = i == 0 ? g[0][c] : i == 3 ? g[6][c]
+                           : 0.5f * (g[0][c] + (i == 1 ? g[3][c] : -g[3][c]) + g[6][c]);
+          const float r1 = i == 0 ? g[1][c] : i == 3 ? g[7][c]
+                           : 0.5f * (g[1][c] + (i == 1 ? g[4][c] : -g[4][c]) + g[7][c]);
+          const float r2 = i == 0 ? g[2][c] : i == 3 ? g[8][c]
+                           : 0.5f * (g[2][c] + (i == 1 ? g[5][c] : -g[5][c]) + g[8][c]);
+          tile[4 * i + 0][c] = r0;
+          tile[4 * i + 1][c] = 0.5f * (r0 + r1 + r2);
+          tile[4 * i + 2][c] = 0.5f * (r0 - r1 + r2);
+          tile[4 * i + 3][c] = r2;
         }
-        for (i = 0; i < 4; i++) {
-          tile[4 * i + 0][c] = t[i][0];
-          tile[4 * i + 1][c] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-          tile[4 * i + 2][c] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-          tile[4 * i + 3][c] = t[i][2];
-        }
-      }
       for (xi = 0; xi < 16; xi++)
         memcpy(U + (size_t)xi * ustride + (size_t)m * Cg + c0, tile[xi],
                sizeof(float) * (size_t)nc);
