@@ -276,11 +276,233 @@ static int use_rows(const mg_conv2d_params *p) {
   return p->OH * p->OW >= ROWS_MIN_POSITIONS;
 }
 
+/* ------------------------------------------------------ Winograd F(2x2, 3x3) */
+
+/* 3x3, stride-1, undilated convolutions (most of a resnet's arithmetic) as
+ * Winograd's F(2x2, 3x3): each 2x2 block of outputs ("tile") comes from a 4x4
+ * input patch d and the 3x3 kernel g as A^T [(G g G^T) .* (B^T d B)] A, 16
+ * multiplications instead of 36. Over channels the 16 element-wise products are 16
+ * independent SGEMMs (Mg x Cg times Cg x tiles), so the multiplications drop by
+ * 2.25x and the rest is the transforms, which are additions only (G's halves are
+ * exact). With
+ *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],  G = [1 0 0; .5 .5 .5; .5 -.5 .5;
+ *   0 0 1],  A^T = [1 1 1 0; 0 1 -1 -1].
+ * Layout in scratch: U[16][Mg][Cg] (transformed weights, recomputed on every call:
+ * 1/tiles of the SGEMM work), V[16][Cg][tiles] (transformed input), P[16][Mg][tiles]
+ * (products); tile t = th*TW + tw covers outputs (2th.., 2tw..). The rounding error
+ * stays within a small multiple of the direct product's: the transforms add at most
+ * four terms of the same magnitude per stage. */
+
+/* Fewest tiles for which a layer goes through Winograd: below it the weight
+ * transform (done on every call) is a noticeable share of the work. */
+#ifndef WINO_MIN_TILES
+#define WINO_MIN_TILES 32
+#endif
+/* Fewest input and output channels per group: thinner layers are bound by the
+ * transforms, not by multiplications. */
+#define WINO_MIN_CHANNELS 8
+/* Widest padded input row, in floats, the transforms' stack rows hold (2*TW + 2). */
+#define WINO_ROW_MAX 1024
+/* Most floats of transformed weights (16 * Mg * Cg; 256 x 256 channels fit): the
+ * scratch is counted in the runner's memory budget. */
+#define WINO_U_MAX (1L << 20)
+/* Floats of transformed input and products (16 * (Cg + Mg) per tile) one chunk of
+ * tile rows may use: bounds the scratch and keeps a chunk near L2. */
+#ifndef WINO_CHUNK_BUDGET
+#define WINO_CHUNK_BUDGET (1L << 19)
+#endif
+
+/* Tiles along each axis. */
+static int wino_th(const mg_conv2d_params *p) { return (p->OH + 1) / 2; }
+static int wino_tw(const mg_conv2d_params *p) { return (p->OW + 1) / 2; }
+
+static int use_winograd(const mg_conv2d_params *p) {
+  const int Cg = p->C / p->group, Mg = p->M / p->group;
+  return p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 &&
+         p->dil_h == 1 && p->dil_w == 1 && Cg >= WINO_MIN_CHANNELS &&
+         Mg >= WINO_MIN_CHANNELS && wino_th(p) * wino_tw(p) >= WINO_MIN_TILES &&
+         2 * wino_tw(p) + 2 <= WINO_ROW_MAX && 16L * Mg * Cg <= WINO_U_MAX;
+}
+
+/* Tile rows per chunk: as many as WINO_CHUNK_BUDGET allows, at least one. */
+static int wino_chunk_rows(const mg_conv2d_params *p) {
+  const long per_row = 16L * (p->C / p->group + p->M / p->group) * wino_tw(p);
+  const long rows = WINO_CHUNK_BUDGET / per_row;
+  return rows < 1 ? 1 : (int)(rows < wino_th(p) ? rows : wino_th(p));
+}
+
+/* Floats between consecutive xi planes of n floats in U, V and P: rounded up to
+ * 4 KiB and then one cache line more, so the 16 planes a transform walks in step
+ * fall on different cache sets (a power-of-two stride would put all 16 streams on
+ * the same set of L1 and thrash it). */
+static size_t wino_stride(size_t n) { return (n + 1023) / 1024 * 1024 + 16; }
+
+static size_t wino_scratch(const mg_conv2d_params *p) {
+  const size_t Cg = (size_t)(p->C / p->group), Mg = (size_t)(p->M / p->group);
+  const size_t T = (size_t)wino_chunk_rows(p) * wino_tw(p);
+  return 3 * ALIGN_SLACK + 16 * (wino_stride(Mg * Cg) + wino_stride(Cg * T) + wino_stride(Mg * T)) +
+         mg_sgemm_scratch((int)Mg, (int)T, (int)Cg);
+}
+
+/* Kernels transformed per block by wino_weights before the block is stored. */
+#define WINO_WBLOCK 64
+
+/* U[xi][m][c] (planes ustride apart) = (G g G^T)[xi / 4][xi % 4] for the 3x3 kernel
+ * g of (m, c), w being one group's [Mg][Cg][3][3] weights. A block of kernels is
+ * transformed into a stack tile first, so U is written in runs of WINO_WBLOCK
+ * floats per plane rather than one float per plane at a time. */
+static void wino_weights(int Mg, int Cg, const float *w, float *U, size_t ustride) {
+  float tile[16][WINO_WBLOCK], g[9][WINO_WBLOCK];
+  int m, c0, c, i, j, xi;
+  for (m = 0; m < Mg; m++)
+    for (c0 = 0; c0 < Cg; c0 += WINO_WBLOCK) {
+      const int nc = min_int(WINO_WBLOCK, Cg - c0);
+      const float *wm = w + ((size_t)m * Cg + c0) * 9;
+      /* the block's kernels tap by tap (g[j][c]), so the transform below runs along
+       * c in whole vectors */
+      for (c = 0; c < nc; c++)
+        for (j = 0; j < 9; j++) g[j][c] = wm[c * 9 + j];
+      for (i = 0; i < 4; i++)
+        for (c = 0; c < nc; c++) {
+          /* row i of G g, then that row times G^T */
+          const float r0 = i == 0 ? g[0][c] : i == 3 ? g[6][c]
+                           : 0.5f * (g[0][c] + (i == 1 ? g[3][c] : -g[3][c]) + g[6][c]);
+          const float r1 = i == 0 ? g[1][c] : i == 3 ? g[7][c]
+                           : 0.5f * (g[1][c] + (i == 1 ? g[4][c] : -g[4][c]) + g[7][c]);
+          const float r2 = i == 0 ? g[2][c] : i == 3 ? g[8][c]
+                           : 0.5f * (g[2][c] + (i == 1 ? g[5][c] : -g[5][c]) + g[8][c]);
+          tile[4 * i + 0][c] = r0;
+          tile[4 * i + 1][c] = 0.5f * (r0 + r1 + r2);
+          tile[4 * i + 2][c] = 0.5f * (r0 - r1 + r2);
+          tile[4 * i + 3][c] = r2;
+        }
+      for (xi = 0; xi < 16; xi++)
+        memcpy(U + (size_t)xi * ustride + (size_t)m * Cg + c0, tile[xi],
+               sizeof(float) * (size_t)nc);
+    }
+}
+
+/* V[xi][c][t] (planes vs apart) = (B^T d B)[xi / 4][xi % 4] for the 4x4 input
+ * patch d of tile (th, tw), t = (th - th0)*TW + tw, th0 <= th < th0 + nth, of
+ * channel c (rows 2th - pad_t.., columns 2tw - pad_l..; zero outside the image), x
+ * being one group's Cg input planes. Row by row: the four padded input rows of a
+ * tile row are combined by B^T along whole rows, then B along each tile's columns. */
+static void wino_input(const mg_conv2d_params *p, int Cg, const float *x, int th0, int nth,
+                       float *V, size_t vs) {
+  const int H = p->H, W = p->W, TW = wino_tw(p);
+  const int width = 2 * TW + 2, pl = p->pad_l;
+  const size_t T = (size_t)nth * TW, plane = vs;
+  float r[4][WINO_ROW_MAX], t[4][WINO_ROW_MAX];
+  int c, th, tw, k, j;
+  for (c = 0; c < Cg; c++) {
+    const float *xc = x + (size_t)c * H * W;
+    for (th = th0; th < th0 + nth; th++) {
+      for (k = 0; k < 4; k++) {
+        /* padded row: input column iw at r[k][iw + pl]; width >= pl + W since
+         * OW = W + pl + pr - 2 <= 2*TW */
+        const int ih = 2 * th - p->pad_t + k;
+        if (ih < 0 || ih >= H) {
+          memset(r[k], 0, sizeof(float) * (size_t)width);
+          continue;
+        }
+        memset(r[k], 0, sizeof(float) * (size_t)pl);
+        memcpy(r[k] + pl, xc + (size_t)ih * W, sizeof(float) * (size_t)W);
+        memset(r[k] + pl + W, 0, sizeof(float) * (size_t)(width - pl - W));
+      }
+      for (j = 0; j < width; j++) {
+        t[0][j] = r[0][j] - r[2][j];
+        t[1][j] = r[1][j] + r[2][j];
+        t[2][j] = r[2][j] - r[1][j];
+        t[3][j] = r[1][j] - r[3][j];
+      }
+      for (k = 0; k < 4; k++) {
+        const float *tk = t[k];
+        float *v = V + (size_t)(4 * k) * plane + (size_t)c * T + (size_t)(th - th0) * TW;
+        float *v0 = v, *v1 = v + plane, *v2 = v + 2 * plane, *v3 = v + 3 * plane;
+        for (tw = 0; tw < TW; tw++) {
+          const float a = tk[2 * tw], b = tk[2 * tw + 1], e = tk[2 * tw + 2],
+                      f = tk[2 * tw + 3];
+          v0[tw] = a - e;
+          v1[tw] = b + e;
+          v2[tw] = e - b;
+          v3[tw] = b - f;
+        }
+      }
+    }
+  }
+}
+
+/* y = act(A^T P A + bias) for the tile rows th0 .. th0+nth-1 of every output
+ * channel: P holds their products ([16][Mg][nth*TW], planes ps apart), y is one
+ * group's Mg output planes. A tile row makes two
+ * output rows, assembled on the stack, activated there, and copied out (the last
+ * row and column of an odd OH or OW are computed and dropped). */
+static void wino_output(const mg_conv2d_params *p, int Mg, const float *P, size_t ps,
+                        int th0, int nth, const float *bias, float *y) {
+  const int OH = p->OH, OW = p->OW, TW = wino_tw(p);
+  const size_t T = (size_t)nth * TW, plane = ps;
+  float o0[WINO_ROW_MAX], o1[WINO_ROW_MAX];
+  int m, th, tw, l;
+  for (m = 0; m < Mg; m++) {
+    const float b0 = bias ? bias[m] : 0.0f;
+    float *ym = y + (size_t)m * OH * OW;
+    for (th = th0; th < th0 + nth; th++) {
+      const float *s = P + (size_t)m * T + (size_t)(th - th0) * TW;
+      for (tw = 0; tw < TW; tw++) {
+        float s0[4], s1[4]; /* A^T along the tile's rows, per column l */
+        for (l = 0; l < 4; l++) {
+          const float m0 = s[(size_t)l * plane + tw], m1 = s[(size_t)(4 + l) * plane + tw],
+                      m2 = s[(size_t)(8 + l) * plane + tw],
+                      m3 = s[(size_t)(12 + l) * plane + tw];
+          s0[l] = m0 + m1 + m2;
+          s1[l] = m1 - m2 - m3;
+        }
+        o0[2 * tw] = s0[0] + s0[1] + s0[2];
+        o0[2 * tw + 1] = s0[1] - s0[2] - s0[3];
+        o1[2 * tw] = s1[0] + s1[1] + s1[2];
+        o1[2 * tw + 1] = s1[1] - s1[2] - s1[3];
+      }
+      bias_act_row(o0, OW, b0, p->act, p->act_a, p->act_b);
+      memcpy(ym + (size_t)(2 * th) * OW, o0, sizeof(float) * (size_t)OW);
+      if (2 * th + 1 < OH) {
+        bias_act_row(o1, OW, b0, p->act, p->act_a, p->act_b);
+        memcpy(ym + (size_t)(2 * th + 1) * OW, o1, sizeof(float) * (size_t)OW);
+      }
+    }
+  }
+}
+
+/* One group of one image through Winograd (see above); x, w, bias, y are the
+ * group's. The weights are transformed once, then the tile rows go through input
+ * transform, 16 SGEMMs and output transform a chunk at a time. */
+static void conv_winograd(const mg_conv2d_params *p, const float *x, const float *w,
+                          const float *bias, float *y, float *scratch) {
+  const int Cg = p->C / p->group, Mg = p->M / p->group;
+  const int TH = wino_th(p), TW = wino_tw(p), chunk = wino_chunk_rows(p);
+  const size_t us = wino_stride((size_t)Mg * Cg), vs = wino_stride((size_t)Cg * chunk * TW),
+               ps = wino_stride((size_t)Mg * chunk * TW);
+  float *U = align64(scratch);
+  float *V = align64(U + 16 * us);
+  float *P = align64(V + 16 * vs);
+  float *gemm_scratch = P + 16 * ps;
+  int th0, xi;
+  wino_weights(Mg, Cg, w, U, us);
+  for (th0 = 0; th0 < TH; th0 += chunk) {
+    const int nth = min_int(chunk, TH - th0), T = nth * TW;
+    wino_input(p, Cg, x, th0, nth, V, vs);
+    for (xi = 0; xi < 16; xi++)
+      mg_sgemm(Mg, T, Cg, 1.0f, U + xi * us, Cg, 0, V + xi * vs, T, 0, 0.0f, P + xi * ps, T,
+               gemm_scratch);
+    wino_output(p, Mg, P, ps, th0, nth, bias, y);
+  }
+}
+
 size_t mg_conv2d_scratch(const mg_conv2d_params *p) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   const int K = Cg * p->kh * p->kw;
   int cols;
   if (is_depthwise(p)) return 0;
+  if (use_winograd(p)) return wino_scratch(p);
   if (is_pointwise(p)) return mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
   if (use_rows(p)) return mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
   cols = chunk_cols(p, K);
@@ -524,7 +746,9 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
       const float *wg = w + (size_t)g * Mg * K;
       const float *bg = bias ? bias + (size_t)g * Mg : NULL;
       float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane;
-      if (is_pointwise(p)) {
+      if (use_winograd(p)) {
+        conv_winograd(p, xg, wg, bg, yg, scratch);
+      } else if (is_pointwise(p)) {
         /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW] */
         mg_sgemm(Mg, npos, Cg, 1.0f, wg, Cg, 0, xg, npos, 0, 0.0f, yg, npos, scratch);
         mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);

@@ -209,13 +209,17 @@ int mg_conv_out_dim(int in, int k, int stride, int dil, int pad_begin, int pad_e
 
 /* Number of floats of scratch mg_conv2d(p, ...) needs: 0 for depthwise
  * convolutions, SGEMM packing space for pointwise (1x1, stride 1, no padding)
- * ones, and in general an im2col buffer of at most ~2 MiB (the output positions
+ * ones, for Winograd ones (below) the transformed weights (at most 4 MiB) and a
+ * chunk of transformed input and products (about 2 MiB) plus SGEMM packing space,
+ * and in general an im2col buffer of at most ~2 MiB (the output positions
  * are processed in column chunks) plus SGEMM packing space. */
 size_t mg_conv2d_scratch(const mg_conv2d_params *p);
 
 /* y = act(conv(x, w) + bias), see mg_conv2d_params for shapes. Dispatch:
  *   - depthwise (group == C, so one input channel per group, any multiplier
  *     M/C): a direct kernel, no scratch;
+ *   - 3x3, stride 1, undilated, >= 8 channels per group in and out, >= 32 2x2
+ *     output tiles: Winograd F(2x2, 3x3) (16 SGEMMs on transformed tiles);
  *   - 1x1, stride 1, no padding: SGEMM straight on x, no im2col;
  *   - otherwise: im2col of a chunk of output positions into scratch, then SGEMM.
  * y must not overlap x, w, bias or scratch. */

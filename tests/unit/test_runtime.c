@@ -440,6 +440,36 @@ static void test_conv_depthwise_specialised(void **state) {
   }
 }
 
+/* 3x3, stride-1, undilated layers with at least 8 channels per group and 32 2x2
+ * output tiles (the Winograd F(2x2, 3x3) path): odd and even output sizes, every
+ * padding up to 2 on each side (asymmetric too), groups, batches, activations. */
+static void test_conv_winograd(void **state) {
+  mg_conv2d_params p;
+  int t;
+  (void)state;
+  for (t = 0; t < 60; t++) {
+    memset(&p, 0, sizeof p);
+    p.N = rnd_int(1, 2);
+    p.group = rnd_int(1, 2);
+    p.C = p.group * rnd_int(8, 24);
+    p.M = p.group * rnd_int(8, 20);
+    p.H = rnd_int(8, 21);
+    p.W = rnd_int(8, 37);
+    p.kh = p.kw = 3;
+    p.stride_h = p.stride_w = p.dil_h = p.dil_w = 1;
+    p.pad_t = rnd_int(0, 2);
+    p.pad_l = rnd_int(0, 2);
+    p.pad_b = rnd_int(0, 2);
+    p.pad_r = rnd_int(0, 2);
+    rnd_act(&p.act, &p.act_a, &p.act_b);
+    if (!finish_params(&p) || (p.OH + 1) / 2 * ((p.OW + 1) / 2) < 32) continue;
+    check_conv(&p, rnd() & 1);
+  }
+  /* resnet's layer1 3x3 (64 channels, 56x56, pad 1) */
+  p = conv(1, 64, 56, 56, 64, 3, 1, 1, 1, 1, MG_ACT_RELU);
+  check_conv(&p, 1);
+}
+
 static void test_conv_out_dim(void **state) {
   (void)state;
   assert_int_equal(mg_conv_out_dim(224, 7, 2, 1, 3, 3), 112);
@@ -463,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_conv_depthwise_specialised),
       cmocka_unit_test(test_conv_pointwise),
       cmocka_unit_test(test_conv_layers),
+      cmocka_unit_test(test_conv_winograd),
   };
 #if defined(MG_TEST_REQUIRE_AVX2) && (defined(__GNUC__) || defined(__clang__))
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
