@@ -15,6 +15,9 @@ typedef struct {
 void cg_buf_printf(cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_buf_vprintf(cg_buf *b, const char *fmt, va_list ap);
 void cg_buf_free(cg_buf *b);
+/* Appends s as a C string literal: quotes, backslashes, '?' (trigraphs) and bytes
+ * outside printable ASCII as octal escapes, so any bytes survive exactly. */
+void cg_buf_c_literal(cg_buf *b, const char *s);
 
 /* Where a value's bytes live at run time. */
 typedef enum {

@@ -39,17 +39,6 @@ static const char *const_ptr_type(mg_dtype t, char *buf, size_t n) {
   return buf;
 }
 
-static void c_string(cg_buf *b, const char *s) {
-  cg_buf_printf(b, "\"");
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') cg_buf_printf(b, "\\%c", ch);
-    else if (ch < 32 || ch >= 127 || ch == '?') cg_buf_printf(b, "\\%03o", ch);
-    else cg_buf_printf(b, "%c", ch);
-  }
-  cg_buf_printf(b, "\"");
-}
-
 static void io_table(cg_ctx *c, cg_buf *b, const char *p, const char *kind, mg_value **vs, int n) {
   for (int i = 0; i < n; i++) io_shape_decl(c, b, p, kind, i, vs[i]);
   cg_buf_printf(b, "static const mg_rt_io %s_%ss[%d] = {\n", p, kind, n ? n : 1);
@@ -57,7 +46,7 @@ static void io_table(cg_ctx *c, cg_buf *b, const char *p, const char *kind, mg_v
     const mg_value *v = vs[i];
     int64_t numel = mg_shape_numel(&v->shape);
     cg_buf_printf(b, "  {");
-    c_string(b, v->name);
+    cg_buf_c_literal(b, v->name);
     const char *dt = v->dtype == MG_STRING ? "MG_RT_STRING" : cg_rt_dtype(v->dtype);
     cg_buf_printf(b, ", %s, %d, %s_%s%d_shape, %zu},\n", dt ? dt : "MG_RT_F32", v->shape.rank, p, kind, i,
                   numel < 0 ? (size_t)0 : (size_t)numel * cg_elem_bytes(v->dtype));

@@ -312,9 +312,7 @@ const char *cg_static(cg_ctx *c, const char *type, const char *init_fmt, ...) {
   return name;
 }
 
-/* s as a C string literal: quotes, backslashes, '?' (trigraphs) and bytes
- * outside printable ASCII as octal escapes, so any bytes survive exactly. */
-static void c_literal(cg_buf *b, const char *s) {
+void cg_buf_c_literal(cg_buf *b, const char *s) {
   cg_buf_printf(b, "\"");
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
@@ -330,7 +328,7 @@ const char *cg_strs(cg_ctx *c, const char *const *v, int n) {
   cg_buf_printf(&b, "[%d] = {", n ? n : 1);
   for (int i = 0; i < n; i++) {
     if (i) cg_buf_printf(&b, ", ");
-    c_literal(&b, v[i]);
+    cg_buf_c_literal(&b, v[i]);
   }
   cg_buf_printf(&b, n ? "}" : "\"\"}");
   char *key = b.failed ? NULL : mg_arena_printf(&c->strings, "str%s", b.s);
@@ -474,15 +472,10 @@ static void emit_trace(cg_ctx *c, const mg_value *v) {
   int rank = cg_dims(v, dims);
   const char *shape = cg_i64s(c, dims, rank);
   cg_buf name = {0};
-  for (const char *q = v->name; *q; q++) {
-    unsigned char ch = (unsigned char)*q;
-    if (ch == '"' || ch == '\\') cg_buf_printf(&name, "\\%c", ch);
-    else if (ch < 32 || ch >= 127 || ch == '?') cg_buf_printf(&name, "\\%03o", ch);
-    else cg_buf_printf(&name, "%c", ch);
-  }
+  cg_buf_c_literal(&name, v->name);
   const char *dt = v->dtype == MG_STRING ? "MG_RT_STRING" : cg_rt_dtype(v->dtype);
   const char *io = name.failed ? "0"
-                               : cg_static(c, "mg_rt_io", "{\"%s\", %s, %d, %s, %zu}", name.s ? name.s : "",
+                               : cg_static(c, "mg_rt_io", "{%s, %s, %d, %s, %zu}", name.s,
                                            dt ? dt : "MG_RT_F32", rank, shape, bytes_of(v));
   cg_buf_free(&name);
   cg_line(c, "if (trace) trace(tctx, &%s, %s);", io, cg_vin(c, v));
