@@ -58,18 +58,6 @@ static int check_out_shape(cg_ctx *c, const mg_node *n, const mg_value *y, int64
   return 0;
 }
 
-/* Checks kernel_shape (when given) against the weight's spatial dims. */
-static int check_kernel_shape(cg_ctx *c, const mg_node *n, int nd, const int64_t *k) {
-  const int64_t *ks;
-  size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
-  int i;
-  if (!nk) return 0;
-  if (nk != (size_t)nd) return cg_unsupported(c, n, "kernel_shape does not match the weight");
-  for (i = 0; i < nd; i++)
-    if (ks[i] != k[i]) return cg_unsupported(c, n, "kernel_shape does not match the weight");
-  return 0;
-}
-
 /* ------------------------------------------------------------------ Conv */
 
 int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
@@ -90,7 +78,7 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
   if (G < 1 || xd[1] % G || wd[1] * G != xd[1] || wd[0] % G)
     return cg_unsupported(c, n, "channels do not match group %lld", (long long)G);
   if (b && cg_numel(b) != wd[0]) return cg_unsupported(c, n, "B must have M values");
-  if (check_kernel_shape(c, n, xr - 2, wd + 2)) return -1;
+  if (nn_check_kernel_shape(c, n, xr - 2, wd + 2)) return -1;
   if (window_init(c, n, xr - 2, xd + 2, wd + 2, 0, &g)) return -1;
   if (check_out_shape(c, n, y, xd[0], wd[0], &g)) return -1;
   if (!nn_fits_int(cg_numel(x)) || !nn_fits_int(cg_numel(w)))
@@ -134,7 +122,7 @@ int cg_emit_ConvTranspose(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "channels do not match group %lld", (long long)G);
   M = wd[1] * G;
   if (b && cg_numel(b) != M) return cg_unsupported(c, n, "B must have M values");
-  if (check_kernel_shape(c, n, nd, wd + 2)) return -1;
+  if (nn_check_kernel_shape(c, n, nd, wd + 2)) return -1;
   if (nn_transpose_window(c, n, nd, xd + 2, wd + 2, &tw)) return -1;
   for (i = 0; i < nd; i++) { /* a 1-D convolution is the second of two dims */
     const int j = 2 - nd + i;

@@ -35,17 +35,6 @@ static const char *arr(char *buf, const int64_t *v, int nd) {
   return buf;
 }
 
-static int check_kernel_shape(cg_ctx *c, const mg_node *n, int nd, const int64_t *k) {
-  const int64_t *ks;
-  size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
-  int i;
-  if (!nk) return 0;
-  if (nk != (size_t)nd) return cg_unsupported(c, n, "kernel_shape does not match the weight");
-  for (i = 0; i < nd; i++)
-    if (ks[i] != k[i]) return cg_unsupported(c, n, "kernel_shape does not match the weight");
-  return 0;
-}
-
 /* The shared initialiser of mg_convnd_params from a window. */
 static const char *conv_static(cg_ctx *c, const winnd *g, int64_t N, int64_t C, int64_t M,
                                int64_t G, const cg_act *act) {
@@ -73,7 +62,7 @@ int nd_emit_conv(cg_ctx *c, const mg_node *n) {
   if (G < 1 || xd[1] % G || wd[1] * G != xd[1] || wd[0] % G)
     return cg_unsupported(c, n, "channels do not match group %lld", (long long)G);
   if (b && cg_numel(b) != wd[0]) return cg_unsupported(c, n, "B must have M values");
-  if (check_kernel_shape(c, n, xr - 2, wd + 2)) return -1;
+  if (nn_check_kernel_shape(c, n, xr - 2, wd + 2)) return -1;
   if (nn_window_init(c, n, xr - 2, xd + 2, wd + 2, 0, &g)) return -1;
   if (check_out(c, n, y, xd[0], wd[0], &g)) return -1;
   if (!nn_fits_int(cg_numel(x)) || !nn_fits_int(cg_numel(w)) || !nn_fits_int(cg_numel(w) / wd[0] * cg_numel(y)))
@@ -105,7 +94,7 @@ int nd_emit_conv_transpose(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "channels do not match group %lld", (long long)G);
   M = wd[1] * G;
   if (b && cg_numel(b) != M) return cg_unsupported(c, n, "B must have M values");
-  if (check_kernel_shape(c, n, nd, wd + 2)) return -1;
+  if (nn_check_kernel_shape(c, n, nd, wd + 2)) return -1;
   if (nn_transpose_window(c, n, nd, xd + 2, wd + 2, &g)) return -1;
   if (check_out(c, n, y, xd[0], M, &g)) return -1;
   if (!nn_fits_int(cg_numel(x)) || !nn_fits_int(cg_numel(w)) ||

@@ -51,6 +51,9 @@ int nn_read_auto_pad(cg_ctx *c, const mg_node *n, int *mode);
 int nn_window_init(cg_ctx *c, const mg_node *n, int nd, const int64_t *in, const int64_t *k,
                    int ceil_mode, nn_window *g);
 
+/* Checks kernel_shape (when given) against the weight's spatial dims k; -1 after
+ * reporting. */
+int nn_check_kernel_shape(cg_ctx *c, const mg_node *n, int nd, const int64_t *k);
 /* ConvTranspose's window (output sizes and begin pads); -1 after reporting. */
 int nn_transpose_window(cg_ctx *c, const mg_node *n, int nd, const int64_t *in, const int64_t *k,
                         nn_window *g);

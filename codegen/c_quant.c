@@ -229,7 +229,6 @@ static int emit_qconv(cg_ctx *c, const mg_node *n, int q) {
   const mg_value *ys = q ? n->in[6] : NULL, *yzp = q ? n->in[7] : NULL, *bias = q ? opt_in(n, 8) : NULL;
   int64_t xd[MG_MAX_RANK], wd[MG_MAX_RANK], yd[MG_MAX_RANK], G = mg_attr_int(n, "group", 1);
   int64_t in[2] = {1, 1}, k[2] = {1, 1}, s[2] = {1, 1}, dl[2] = {1, 1}, pb[2] = {0, 0}, pe[2] = {0, 0}, o[2] = {1, 1};
-  const int64_t *ks;
   if (!x || !w || !y || (q && (!xs || !ws || !ys || !yzp || !xzp))) return cg_unsupported(c, n, "missing input");
   if (!is_q8(x->dtype) || !is_q8(w->dtype)) return cg_unsupported(c, n, "X and W must be uint8 or int8");
   if ((xzp && xzp->dtype != x->dtype) || (wzp && wzp->dtype != w->dtype))
@@ -250,11 +249,8 @@ static int emit_qconv(cg_ctx *c, const mg_node *n, int q) {
   if ((wzc && cg_numel(wzp) != M) || (wsc && cg_numel(ws) != M))
     return cg_unsupported(c, n, "w scale or zero point is neither one value nor one per output channel");
   if (bias && cg_numel(bias) != M) return cg_unsupported(c, n, "B must have M values");
-  const size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
   nn_window win;
-  if (nk && nk != (size_t)nd) return cg_unsupported(c, n, "kernel_shape does not match %d spatial dims", nd);
-  for (int i = 0; i < nd; i++)
-    if (nk && ks[i] != wd[2 + i]) return cg_unsupported(c, n, "kernel_shape does not match the weight");
+  if (nn_check_kernel_shape(c, n, nd, wd + 2)) return -1;
   if (nn_window_init(c, n, nd, xd + 2, wd + 2, 0, &win)) return -1;
   for (int i = 0; i < nd; i++) { /* a 1-D convolution is the second of two dims */
     const int j = 2 - nd + i;

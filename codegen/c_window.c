@@ -115,3 +115,15 @@ int nn_transpose_window(cg_ctx *c, const mg_node *n, int nd, const int64_t *in, 
   }
   return 0;
 }
+
+/* Checks kernel_shape (when given) against the weight's spatial dims. */
+int nn_check_kernel_shape(cg_ctx *c, const mg_node *n, int nd, const int64_t *k) {
+  const int64_t *ks;
+  size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
+  int i;
+  if (!nk) return 0;
+  if (nk != (size_t)nd) return cg_unsupported(c, n, "kernel_shape does not match the weight");
+  for (i = 0; i < nd; i++)
+    if (ks[i] != k[i]) return cg_unsupported(c, n, "kernel_shape does not match the weight");
+  return 0;
+}
