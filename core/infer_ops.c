@@ -1,5 +1,6 @@
 /* Shape rules of the ops whose shape_rule in ops.def is OWN. */
 #include "infer_internal.h"
+#include "resize_geom.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -706,7 +707,7 @@ static int resize(infer_ctx *c, mg_node *n) {
           first = 0;
         }
         for (int i = 0; i < k; i++)
-          s.d[axes[i]] = known ? (mg_dim){mg_f2i(floor(x->shape.d[axes[i]].v * scale + 0.5)), NULL} : UNK;
+          s.d[axes[i]] = known ? (mg_dim){mg_resize_policy_len(x->shape.d[axes[i]].v, scale), NULL} : UNK;
       } else {
         for (int i = 0; i < k; i++) s.d[axes[i]] = (mg_dim){sizes[i], NULL};
       }
@@ -718,9 +719,8 @@ static int resize(infer_ctx *c, mg_node *n) {
       float sc;
       memcpy(&sc, (const unsigned char *)IN(2)->data + 4 * i, 4);
       mg_dim d = x->shape.d[axes[i]];
-      double o = floor((double)d.v * (double)sc);
-      s.d[axes[i]] = d.v >= 0 ? (o >= 0 && o <= (double)MG_DIM_MAX ? (mg_dim){(int64_t)o, NULL} : UNK)
-                              : (sc == 1.0f ? d : UNK);
+      int64_t o = d.v >= 0 ? mg_resize_scaled_len(d.v, sc) : -1;
+      s.d[axes[i]] = d.v >= 0 ? (o >= 0 && o <= MG_DIM_MAX ? (mg_dim){o, NULL} : UNK) : (sc == 1.0f ? d : UNK);
     }
   } else {
     for (int i = 0; i < k; i++) s.d[axes[i]] = UNK;

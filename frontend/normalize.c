@@ -59,6 +59,17 @@ static int set_str(import_ctx *c, mg_node *n, const char *name, const char *v) {
   return 0;
 }
 
+/* Linear Upsample and Resize-10 are asymmetric by definition, and that is what
+ * migc computes; PyTorch's exporter writes them for interpolate(align_corners=
+ * False), which is half-pixel, so such a model differs from its torch source. */
+static void warn_asymmetric_linear(import_ctx *c, const mg_node *n) {
+  mg_warn(c->d, GRAPH, n->name, n->op_type,
+          "linear %s before opset 11 samples with asymmetric coordinates, as ONNX defines it; "
+          "torch's exporter writes it for interpolate(align_corners=False), which samples pixel centres, "
+          "so the outputs differ from the torch model's: re-export at opset 11 or later",
+          n->op_type);
+}
+
 /* A helper node inserted by normalisation, with fresh output values. */
 static mg_node *helper_node(import_ctx *c, mg_graph *g, mg_op op, const mg_node *base,
                             int n_in, int n_out) {
@@ -317,6 +328,7 @@ int normalize_node(import_ctx *c, mg_graph *g, mg_node *n, int64_t opset) {
       n->n_in = 0;
       if (import_widen_inputs(c, n, 3)) return -1;
       n->in[0] = x, n->in[1] = NULL, n->in[2] = scales;
+      if (strcmp(m, "nearest")) warn_asymmetric_linear(c, n);
       n->op = MG_OP_Resize;
       n->op_type = "Resize";
       return set_str(c, n, "mode", strcmp(m, "nearest") ? "linear" : "nearest") ||
@@ -393,6 +405,7 @@ int normalize_node(import_ctx *c, mg_graph *g, mg_node *n, int64_t opset) {
     if (import_widen_inputs(c, n, 3)) return -1;
     n->in[2] = n->in[1];
     n->in[1] = NULL;
+    if (strcmp(mg_attr_str(n, "mode", "nearest"), "nearest")) warn_asymmetric_linear(c, n); /* Resize-10 */
     return set_str(c, n, "coordinate_transformation_mode", "asymmetric") ||
            set_str(c, n, "nearest_mode", "floor");
   case MG_OP_Softmax:

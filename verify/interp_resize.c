@@ -3,6 +3,7 @@
  * GridSample (PyTorch's grid_sample), RoiAlign and MaxRoiPool (onnxruntime's
  * algorithms, which the ONNX test data follows), and NonMaxSuppression. */
 #include "interp_nn.h"
+#include "resize_geom.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,180 +22,43 @@ static int unsupported(interp_ctx *c, const mg_node *n, const char *attr, const 
 
 /* ---- Resize ---- */
 
-enum { RZ_MAX_TAPS = 4 };
-enum { CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_HALF_PIXEL_FOR_NN,
-       CT_TF_CROP_AND_RESIZE };
-enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL };
-enum { RM_NEAREST, RM_LINEAR, RM_CUBIC };
-
-typedef struct {
-  int mode, ctm, nearest, exclude_outside;
-  double cubic_a;
-} rz_opts;
-
-/* The input coordinate of output coordinate x along an axis of input length len:
- * out_f is the output length as the reference uses it (scale * len for scales),
- * scale the axis' scale, start/end its roi. */
-static double rz_coord(const rz_opts *o, double x, int64_t len, double out_f, double scale,
-                       double start, double end) {
-  switch (o->ctm) {
-  case CT_PYTORCH_HALF_PIXEL: return out_f > 1 ? (x + 0.5) / scale - 0.5 : 0;
-  case CT_ALIGN_CORNERS: return out_f == 1 ? 0 : x * (double)(len - 1) / (out_f - 1);
-  case CT_ASYMMETRIC: return x / scale;
-  case CT_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
-  case CT_TF_CROP_AND_RESIZE:
-    if (out_f == 1) return (end - start) * (double)(len - 1) / 2 + start * (double)(len - 1);
-    return x * (end - start) * (double)(len - 1) / (out_f - 1) + start * (double)(len - 1);
-  default: return (x + 0.5) / scale - 0.5;
-  }
+/* Reads Resize's mode attributes into o; -1 (diagnosed) for unsupported values. */
+static int resize_opts(interp_ctx *c, const mg_node *n, mg_resize_opts *o) {
+  const char *attr, *value;
+  return mg_resize_read_opts(n, o, &attr, &value) ? unsupported(c, n, attr, value) : 0;
 }
 
-/* Fills the taps (clamped indices and weights, zero weights dropped) of input
- * coordinate xo: returns their count, or 0 to extrapolate (tf_crop_and_resize
- * outside the input, or a coordinate that is not finite). */
-static int rz_taps(const rz_opts *o, double xo, int64_t len, int64_t *idx, double *w) {
-  if (!(xo > -1e15 && xo < 1e15)) return 0;
-  if (o->ctm == CT_TF_CROP_AND_RESIZE && (xo < 0 || xo > (double)(len - 1))) return 0;
-  /* As the reference: the pair (base, base + 1) around xo with ratio in (0, 1]. */
-  double fl = floor(xo), r = xo - fl;
-  int64_t base = (int64_t)fl;
-  if (r == 0) r = 1, base -= 1;
-  int cnt = 0;
-  if (o->mode == RM_NEAREST) {
-    int up;
-    switch (o->nearest) {
-    case NM_ROUND_PREFER_CEIL: up = r >= 0.5; break;
-    case NM_FLOOR: up = r == 1; break;
-    case NM_CEIL: up = 1; break;
-    default: up = r > 0.5; break;
-    }
-    idx[0] = base + up, w[0] = 1, cnt = 1;
-  } else if (o->mode == RM_LINEAR) {
-    idx[0] = base, w[0] = 1 - r, idx[1] = base + 1, w[1] = r, cnt = 2;
-  } else {
-    double A = o->cubic_a, s = 0;
-    w[0] = ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A;
-    w[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
-    w[2] = ((A + 2) * (1 - r) - (A + 3)) * (1 - r) * (1 - r) + 1;
-    w[3] = ((A * ((1 - r) + 1) - 5 * A) * ((1 - r) + 1) + 8 * A) * ((1 - r) + 1) - 4 * A;
-    for (int k = 0; k < 4; k++) {
-      idx[k] = base - 1 + k;
-      if (o->exclude_outside && (idx[k] < 0 || idx[k] >= len)) w[k] = 0;
-      s += w[k];
-    }
-    if (o->exclude_outside && s != 0)
-      for (int k = 0; k < 4; k++) w[k] /= s;
-    cnt = 4;
-  }
-  int m = 0; /* clamp (edge padding) and drop zero weights */
-  for (int k = 0; k < cnt; k++) {
-    if (w[k] == 0 && cnt > 1) continue;
-    idx[m] = idx[k] < 0 ? 0 : idx[k] >= len ? len - 1 : idx[k];
-    w[m++] = w[k];
-  }
-  if (m == 0) idx[0] = base < 0 ? 0 : base >= len ? len - 1 : base, w[0] = 0, m = 1;
-  return m;
-}
-
-/* Reads Resize's mode attributes into o; -1 (diagnosed) for unsupported values,
- * antialias included (no test data exists for it). */
-static int resize_opts(interp_ctx *c, const mg_node *n, rz_opts *o) {
-  static const char *const modes[] = {"nearest", "linear", "cubic"};
-  static const char *const ctms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                     "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  const char *m = mg_attr_str(n, "mode", "nearest"), *t = mg_attr_str(n, "coordinate_transformation_mode", "half_pixel");
-  const char *nm = mg_attr_str(n, "nearest_mode", "round_prefer_floor");
-  o->mode = o->ctm = o->nearest = -1;
-  for (int i = 0; i < 3; i++)
-    if (!strcmp(m, modes[i])) o->mode = i;
-  for (int i = 0; i < 6; i++)
-    if (!strcmp(t, ctms[i])) o->ctm = i;
-  for (int i = 0; i < 4; i++)
-    if (!strcmp(nm, nms[i])) o->nearest = i;
-  if (o->mode < 0) return unsupported(c, n, "mode", m);
-  if (o->ctm < 0) return unsupported(c, n, "coordinate_transformation_mode", t);
-  if (o->nearest < 0) return unsupported(c, n, "nearest_mode", nm);
-  if (mg_attr_int(n, "antialias", 0) && o->mode != RM_NEAREST) return unsupported(c, n, "antialias", "1");
-  o->exclude_outside = (int)mg_attr_int(n, "exclude_outside", 0);
-  o->cubic_a = mg_attr_float(n, "cubic_coeff_a", -0.75f);
-  return 0;
-}
-
-/* Resize: output sizes from sizes (with keep_aspect_ratio_policy) or scales,
- * restricted to `axes`; then one separable pass per axis that changes. */
+/* Resize: the geometry of core/resize_geom.c, then one separable pass per axis
+ * that changes, shrinking axes first. */
 static int resize(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out) {
   const mg_array *xt = it_in(in, n, 0), *roi = it_in(in, n, 1), *sc = it_in(in, n, 2), *sz = it_in(in, n, 3);
   if (!xt) return it_fail(c, n, "missing input");
-  if (roi && it_numel(roi) == 0) roi = NULL;
-  if (sc && it_numel(sc) == 0) sc = NULL;
-  if (sz && it_numel(sz) == 0) sz = NULL;
-  rz_opts o;
+  mg_resize_opts o;
   if (resize_opts(c, n, &o)) return -1;
-  int r = xt->rank, axes[MG_ARRAY_MAX_RANK], na = r;
-  const int64_t *ax;
-  size_t nax = mg_attr_ints(n, "axes", &ax);
-  if (nax) {
-    if (nax > (size_t)r) return it_fail(c, n, "too many axes");
-    na = (int)nax;
-    for (int i = 0; i < na; i++) {
-      int64_t a = ax[i] < 0 ? ax[i] + r : ax[i];
-      if (a < 0 || a >= r) return it_fail(c, n, "axis out of range");
-      axes[i] = (int)a;
-    }
-  } else {
-    for (int i = 0; i < r; i++) axes[i] = i;
+  int r = xt->rank, n_sc = 0, n_sz = 0, n_roi = 0;
+  float scales[MG_ARRAY_MAX_RANK];
+  int64_t sizes[MG_ARRAY_MAX_RANK];
+  double rv[2 * MG_ARRAY_MAX_RANK];
+  if (sz && it_numel(sz)) {
+    n_sz = it_ints(sz, sizes, MG_ARRAY_MAX_RANK);
+    if (n_sz < 0) return it_fail(c, n, "too many sizes");
+  } else if (sc && it_numel(sc)) {
+    if (sc->rank != 1 || it_numel(sc) > MG_ARRAY_MAX_RANK) return it_fail(c, n, "scales must be a vector");
+    n_sc = (int)it_numel(sc);
+    for (int i = 0; i < n_sc; i++) scales[i] = (float)it_get_f64(sc, i);
   }
-  double scale[MG_ARRAY_MAX_RANK], outf[MG_ARRAY_MAX_RANK], rs[MG_ARRAY_MAX_RANK], re[MG_ARRAY_MAX_RANK];
+  if (roi && o.ctm == MG_RZ_TF_CROP_AND_RESIZE) {
+    if (it_numel(roi) > 2 * MG_ARRAY_MAX_RANK) return it_fail(c, n, "roi too long");
+    n_roi = (int)it_numel(roi);
+    for (int i = 0; i < n_roi; i++) rv[i] = it_get_f64(roi, i);
+  }
+  mg_rz_axis geo[MG_ARRAY_MAX_RANK];
+  const char *err;
+  if (r > MG_MAX_RANK) return it_fail(c, n, "rank too large");
+  if (mg_resize_geometry(n, &o, r, xt->dims, scales, n_sc, sizes, n_sz, rv, n_roi, geo, &err))
+    return it_fail(c, n, "%s", err);
   int64_t od[MG_ARRAY_MAX_RANK];
-  for (int d = 0; d < r; d++) scale[d] = 1, od[d] = xt->dims[d], outf[d] = (double)od[d], rs[d] = 0, re[d] = 1;
-  if (sz) {
-    int64_t v[MG_ARRAY_MAX_RANK];
-    if (it_ints(sz, v, MG_ARRAY_MAX_RANK) != na) return it_fail(c, n, "sizes must have %d values", na);
-    const char *pol = mg_attr_str(n, "keep_aspect_ratio_policy", "stretch");
-    int larger = !strcmp(pol, "not_smaller");
-    if (strcmp(pol, "stretch") && strcmp(pol, "not_larger") && !larger)
-      return unsupported(c, n, "keep_aspect_ratio_policy", pol);
-    double s = larger ? 0 : INFINITY;
-    for (int i = 0; i < na; i++) {
-      if (v[i] < 0) return it_fail(c, n, "negative size");
-      double q = (double)v[i] / (double)xt->dims[axes[i]];
-      s = larger ? fmax(s, q) : fmin(s, q);
-    }
-    for (int i = 0; i < na; i++) {
-      int a = axes[i];
-      if (!strcmp(pol, "stretch")) {
-        od[a] = v[i];
-        scale[a] = (double)v[i] / (double)xt->dims[a];
-      } else {
-        scale[a] = s;
-        if (!(s * (double)xt->dims[a] < 1e15)) return it_fail(c, n, "output too large");
-        od[a] = (int64_t)(s * (double)xt->dims[a] + 0.5);
-      }
-      outf[a] = (double)od[a];
-    }
-  } else if (sc) {
-    if (sc->rank != 1 || it_numel(sc) != na) return it_fail(c, n, "scales must have %d values", na);
-    for (int i = 0; i < na; i++) {
-      int a = axes[i];
-      scale[a] = it_get_f64(sc, i);
-      if (!(scale[a] > 0)) return it_fail(c, n, "scales must be positive");
-      outf[a] = scale[a] * (double)xt->dims[a];
-      if (!(outf[a] < 1e15)) return it_fail(c, n, "output too large");
-      od[a] = (int64_t)floor(outf[a]);
-    }
-  } else {
-    return it_fail(c, n, "Resize needs scales or sizes");
-  }
-  if (o.ctm == CT_TF_CROP_AND_RESIZE) {
-    if (!roi || (it_numel(roi) != 2 * na && it_numel(roi) != 2 * r))
-      return it_fail(c, n, "tf_crop_and_resize needs roi with %d values", 2 * na);
-    int full = it_numel(roi) == 2 * r && na != r;
-    for (int i = 0; i < na; i++) {
-      int a = axes[i], k = full ? a : i, m = full ? r : na;
-      rs[a] = it_get_f64(roi, k), re[a] = it_get_f64(roi, m + k);
-    }
-  }
+  for (int d = 0; d < r; d++) od[d] = geo[d].out_len;
   mg_array *yt = it_out(c, n, out, 0, xt->dtype, r, od);
   if (!yt) return -1;
   double ext = mg_attr_float(n, "extrapolation_value", 0);
@@ -210,19 +74,14 @@ static int resize(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   for (int q = 0; q < r && !rc; q++) {
     int a = order[q];
     int64_t L = cd[a], O = od[a];
-    if (L == 0 && O > 0) {
-      rc = it_fail(c, n, "cannot resize an empty axis");
-      break;
-    }
-    int64_t *ti = mg_malloc(sizeof(int64_t) * (size_t)(O * RZ_MAX_TAPS + 1));
-    double *tw = mg_malloc(sizeof(double) * (size_t)(O * RZ_MAX_TAPS + 1));
+    int64_t *ti = mg_malloc(sizeof(int64_t) * (size_t)(O * MG_RZ_MAX_TAPS + 1));
+    double *tw = mg_malloc(sizeof(double) * (size_t)(O * MG_RZ_MAX_TAPS + 1));
     int *nt = mg_malloc(sizeof(int) * (size_t)(O + 1));
     if (!ti || !tw || !nt) rc = oom(c, n);
     int identity = L == O;
     for (int64_t j = 0; !rc && j < O; j++) {
-      double xo = rz_coord(&o, (double)j, L, outf[a], scale[a], rs[a], re[a]);
-      nt[j] = rz_taps(&o, xo, L, ti + j * RZ_MAX_TAPS, tw + j * RZ_MAX_TAPS);
-      identity &= nt[j] == 1 && ti[j * RZ_MAX_TAPS] == j && tw[j * RZ_MAX_TAPS] == 1;
+      nt[j] = mg_resize_taps(&o, &geo[a], j, ti + j * MG_RZ_MAX_TAPS, tw + j * MG_RZ_MAX_TAPS);
+      identity &= nt[j] == 1 && ti[j * MG_RZ_MAX_TAPS] == j && tw[j * MG_RZ_MAX_TAPS] == 1;
     }
     if (!rc && !identity) {
       int64_t outer = 1, inner = 1;
@@ -238,8 +97,8 @@ static int resize(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
             continue;
           }
           for (int k = 0; k < nt[j]; k++) {
-            double wv = tw[j * RZ_MAX_TAPS + k];
-            const double *src = cur + (p * L + ti[j * RZ_MAX_TAPS + k]) * inner;
+            double wv = tw[j * MG_RZ_MAX_TAPS + k];
+            const double *src = cur + (p * L + ti[j * MG_RZ_MAX_TAPS + k]) * inner;
             for (int64_t i = 0; i < inner; i++) dst[i] += wv * src[i];
           }
         }

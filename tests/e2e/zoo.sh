@@ -13,6 +13,8 @@ echo "=== reference interpreter against PyTorch"
 bash tests/e2e/torchvision_interp.sh "$BUILD" "$ZOO" || rc=1
 echo "=== generated C against PyTorch"
 bash tests/e2e/torchvision_c.sh "$BUILD" "$ZOO" || rc=1
+echo "=== Resize against torch and the specification, 1000 random cases"
+bash tests/e2e/resize_diff.sh "$BUILD/migc" 1000 7 || rc=1
 echo "=== parity gate (migc verify --grad) on issue 7's acceptance models"
 bash tests/e2e/parity_zoo.sh "$BUILD" || rc=1
 echo "=== coverage over the zoo (build/zoo-coverage.md)"
