@@ -8,6 +8,7 @@
  * OUTDIR` reads. */
 #include "cli.h"
 #include "codegen.h"
+#include "export.h"
 #include "onnx_import.h"
 #include "passes.h"
 #include <errno.h>
@@ -19,6 +20,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef MIGC_RULES_DIR
+#define MIGC_RULES_DIR "rules"
+#endif
 
 static void help(FILE *f) {
   fprintf(f,
@@ -114,6 +119,54 @@ static int write_convert_json(const char *outdir, const char *model, const char 
   return rc;
 }
 
+/* Puts the source's tensors into the graph (wt_bind_apply), so that every output
+ * computes with them, and says what the binding could not prove: initializers
+ * bound by name or scope whose values differ from the export's (a stale export of
+ * a fine-tuned model), folded BatchNorms whose eps was assumed, and every
+ * initializer it could not bind (which keeps the export's value). 0 or -1. */
+static int bind_weights(const wt_source *src, mg_model *m, wt_binding *b, int nb, const char *weights,
+                        mg_diags *d) {
+  if (wt_bind_apply(src, m, b, nb, d)) return -1;
+  int differ = 0, assumed = 0, worst = -1;
+  for (int i = 0; i < nb; i++)
+    if (b[i].kind == WT_UNBOUND)
+      mg_warn(d, GRAPH, b[i].init->name, NULL, "graph initializer bound to no tensor of %s: the export's "
+              "value is used", weights);
+  for (int i = 0; i < nb; i++) {
+    if (!b[i].by_structure || b[i].kind == WT_UNBOUND) continue;
+    differ++;
+    assumed += b[i].eps_assumed && b[i].kind == WT_BN_FOLD_WEIGHT;
+    if (worst < 0 || b[i].max_err > b[worst].max_err) worst = i;
+  }
+  if (differ)
+    mg_warn(d, GRAPH, weights, NULL,
+            "%d graph initializers were bound by name or torch scope, not by equal values: the export's values "
+            "differ from these weights (largest difference %.3g, in '%s'); every output is made of %s's values",
+            differ, b[worst].max_err, b[worst].init->name, weights);
+  if (assumed)
+    mg_warn(d, GRAPH, weights, NULL,
+            "%d folded BatchNorms were recomputed with eps %g, which the values could not confirm (torch's "
+            "default, or the one the other folds showed); weight_map.json lists them",
+            assumed, b[worst].eps);
+  return 0;
+}
+
+/* Without --weights the checkpoint names are the export's initializer names: say
+ * so once when they are the anonymous ones of a constant-folded export. */
+static void warn_anonymous_names(const mg_model *m, mg_diags *d) {
+  int anon = 0;
+  const char *first = NULL;
+  for (int i = 0; i < m->graph->n_inits; i++)
+    if (!strncmp(m->graph->inits[i]->name, "onnx::", 6) && mg_dtype_is_float(m->graph->inits[i]->dtype)) {
+      if (!anon++) first = m->graph->inits[i]->name;
+    }
+  if (anon)
+    mg_warn(d, GRAPH, m->path, NULL,
+            "%d checkpoint tensors carry the export's anonymous names ('%s'), not torch's: give --weights "
+            "MODEL.pth to name them after the torch module tree",
+            anon, first);
+}
+
 int cmd_convert(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     help(stdout);
@@ -196,27 +249,38 @@ int cmd_convert(int argc, char **argv) {
   mg_diags d;
   mg_diags_init(&d);
   mg_model *m = NULL;
-  int rc = EXIT_OK;
+  wt_source *src = NULL;
+  wt_rules *rules = NULL;
+  wt_binding *binds = NULL;
+  int n_binds = 0, rc = EXIT_OK;
   double t0 = seconds();
+  /* import and prepare once; every target works on this one model */
   if (!onnx_import(model, &d, &m)) m->derive_shapes_only = 1;
   if (!m || mg_prepare(m, ov, n_ov, &d)) {
-    cli_report(&d);
-    mg_diags_free(&d);
-    if (m) mg_model_free(m);
-    return EXIT_BAD_INPUT;
+    rc = EXIT_BAD_INPUT;
+    goto done;
   }
   double t_import = seconds();
+  /* the weights every output is made of: --weights bound to the graph, or the
+   * graph's own initializers */
+  if (weights ? weights_open(weights, key, &src, &d) : onnx_weights_open(m, &src, &d)) {
+    rc = EXIT_BAD_INPUT;
+    goto done;
+  }
+  if (wt_bind(src, m, &binds, &n_binds, &d) || (weights && bind_weights(src, m, binds, n_binds, weights, &d))) {
+    rc = EXIT_BAD_INPUT;
+    goto done;
+  }
+  int unbound = 0;
+  for (int i = 0; i < n_binds; i++) unbound += binds[i].kind == WT_UNBOUND;
   char cpu_dir[PATH_MAX];
   snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", outdir);
   cg_report r;
   if (emit_c(m, &o, cpu_dir, &r, &d)) {
-    cli_report(&d);
-    mg_diags_free(&d);
-    mg_model_free(m);
-    return EXIT_BAD_INPUT;
+    rc = EXIT_BAD_INPUT;
+    goto done;
   }
   double t_cpu = seconds();
-  cli_report(&d);
   fprintf(stderr,
           "convert: cpu: %d nodes (%d folded at conversion, %d BatchNorm folded, %d activations fused, %d in place), "
           "%d not converted\n"
@@ -224,34 +288,40 @@ int cmd_convert(int argc, char **argv) {
           r.n_nodes, r.n_folded, r.n_bn_folded, r.n_fused, r.n_inplace, r.n_unsupported, r.arena_bytes, r.lower_bound,
           r.lower_bound ? (double)r.arena_bytes / (double)r.lower_bound : 1.0, r.weights_bytes, t_import - t0,
           t_cpu - t_import);
-  mg_diags_free(&d);
-  mg_model_free(m);
   if (strict && want[0] && r.n_unsupported) rc = EXIT_BAD_INPUT;
+  if (strict && weights && unbound) {
+    fprintf(stderr, "migc convert: --strict: %d graph initializers are bound to no tensor of %s (warned above)\n",
+            unbound, weights);
+    rc = EXIT_BAD_INPUT;
+  }
   if (!cpu_only) {
     char ckpt[PATH_MAX], map[PATH_MAX], cov_json[PATH_MAX], cov_md[PATH_MAX];
     snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", outdir);
     snprintf(map, sizeof map, "%s/weight_map.json", outdir);
     snprintf(cov_json, sizeof cov_json, "%s/coverage.json", outdir);
     snprintf(cov_md, sizeof cov_md, "%s/coverage.md", outdir);
-    char *wargv[16];
-    int wn = 0;
-    wargv[wn++] = "weights";
-    wargv[wn++] = (char *)(weights ? weights : model);
-    wargv[wn++] = "-o";
-    wargv[wn++] = ckpt;
-    wargv[wn++] = "--graph";
-    wargv[wn++] = (char *)model;
-    wargv[wn++] = "--map-out";
-    wargv[wn++] = map;
-    wargv[wn++] = "--force";
-    if (key) {
-      wargv[wn++] = "--key";
-      wargv[wn++] = (char *)key;
+    char builtin[PATH_MAX];
+    const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
+    snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
+    wt_export_opts eo = {MG_UNDEFINED, 0, 1, weights ? weights : model, model, weights != NULL};
+    wt_export_stats st;
+    int erc = (rules = wt_rules_new()) && !wt_rules_load(rules, builtin, &d)
+                  ? wt_export_ckpt(src, rules, m, binds, n_binds, ckpt, map, &eo, &st, &d)
+                  : -1;
+    if (erc == 1) {
+      fprintf(stderr, "convert: the model has no parameters: no checkpoint written (MindSpore cannot load an "
+                      "empty one)\n");
+      unlink(ckpt); /* a checkpoint of an earlier conversion would no longer match */
+    } else if (erc) {
+      rc = EXIT_BAD_INPUT;
+    } else {
+      fprintf(stderr, "convert: checkpoint %s: %d tensors (%d renamed, %d dropped), %.1f MB\n", ckpt, st.written,
+              st.renamed, st.dropped, st.bytes / 1e6);
+      if (!weights) warn_anonymous_names(m, &d);
     }
-    wargv[wn] = NULL;
-    fprintf(stderr, "convert: checkpoint %s\n", ckpt);
-    int wrc = cmd_weights(wn, wargv);
-    if (wrc) rc = wrc;
+    cli_report(&d);
+    mg_diags_free(&d);
+    mg_diags_init(&d);
     char *cargv[] = {"coverage", (char *)model, "--format", "json", "-o", cov_json, NULL};
     char *margv[] = {"coverage", (char *)model, "--format", "md", "-o", cov_md, NULL};
     if (cmd_coverage(6, cargv) || cmd_coverage(6, margv)) rc = rc ? rc : EXIT_BAD_INPUT;
@@ -269,5 +339,12 @@ int cmd_convert(int argc, char **argv) {
   }
   fprintf(stderr, "convert: wrote %s in %.2f s%s\n", outdir, seconds() - t0,
           rc == EXIT_BAD_INPUT && strict ? " (--strict: some nodes were not converted)" : "");
+done:
+  cli_report(&d);
+  mg_diags_free(&d);
+  mg_free(binds);
+  wt_rules_free(rules);
+  wt_close(src);
+  mg_model_free(m);
   return rc;
 }

@@ -226,7 +226,7 @@ int verify_weights(vctx *v) {
       o += snprintf(r->shape + o, sizeof r->shape - (size_t)o, "%s%lld", k ? "x" : "", (long long)pairs[i].dims[k]);
     r->m = items[i].m;
     r->compared = items[i].compared;
-    r->tol = (parity_tol){0, 0, -1, -1};
+    r->tol = (parity_tol){0, 0, -1, -1, 0, 0};
     if (items[i].status != WC_OK)
       snprintf(r->why, sizeof r->why, "%s%s%s", items[i].why, items[i].node[0] ? "; read by node " : "",
                items[i].node);

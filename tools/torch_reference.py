@@ -424,6 +424,7 @@ def gradient_stability(model, target, xs, ref, in_names, grad_dtype):
     flips = {p: int((m32[p] != m64[p]).sum()) for p in m32 if p in m64}
     return {
         "compared": "float32 model vs float64 copy, ||g32 - g64|| / ||g64||",
+        "params": {n: r for r, n in params},
         "params_all": rel_norm(a_all, b_all) if a_all.size else 0.0,
         "params_max": params[0][0] if params else 0.0,
         "params_worst": [[n, r] for r, n in params[:5]],
@@ -431,6 +432,30 @@ def gradient_stability(model, target, xs, ref, in_names, grad_dtype):
         "kink_elements": sum(int(m.numel()) for m in m32.values()),
         "kink_flips": {p: c for p, c in flips.items() if c},
     }
+
+
+def forward_stability(model, target, xs, outs):
+    """The float32 reference's own error: the outputs of a float64 copy of the
+    model on the same inputs, and per output max |out32 - out64| and
+    ||out32 - out64|| / ||out64||.  migc verify allows a stated multiple of this
+    noise on top of its tolerance, since no float32 result can be closer to
+    torch's than torch is to exact arithmetic.  Returns (list of float64 arrays,
+    None for non-float outputs; JSON-able dict by output index)."""
+    f64 = float64_copy(model, target)
+    with torch.enable_grad():  # the same (non-fused) path as the reference run
+        o64 = flatten(f64(*[x.double() if x.is_floating_point() else x
+                            for x in xs]))
+    arrs, stats = [], []
+    for a, b in zip(outs, o64):
+        if not np.issubdtype(a.dtype, np.floating):
+            arrs.append(None)
+            stats.append(None)
+            continue
+        b = to_numpy(b).astype(np.float64)
+        arrs.append(b)
+        stats.append({"max_abs": float(np.abs(a.astype(np.float64) - b).max()) if b.size else 0.0,
+                      "rel_norm": rel_norm(a, b)})
+    return arrs, stats
 
 
 # --- writing -----------------------------------------------------------------
@@ -608,6 +633,19 @@ def run(args):
                     sum(flips.values()), stability["kink_elements"],
                     " (%s)" % ", ".join(list(flips)[:4]) if flips else ""))
 
+    fwd64, fwd_stats = None, None
+    if not args.no_stability:
+        try:
+            fwd64, fwd_stats = forward_stability(model, args.model, xs, outs)
+        except Exception as e:  # a diagnostic: never fatal
+            log("note: forward stability not measured: %s: %s" % (
+                type(e).__name__, str(e).strip().splitlines()[0]
+                if str(e).strip() else ""))
+        if fwd_stats:
+            log("forward stability: float32 vs float64 %s" % ", ".join(
+                "%s max abs %.2g, rel norm %.2g" % (n, st["max_abs"], st["rel_norm"])
+                for n, st in zip(out_names, fwd_stats) if st))
+
     os.makedirs(args.out, exist_ok=True)
     for fname, preserve in (("model.onnx", False),
                             ("model_preserve.onnx", True)):
@@ -636,6 +674,9 @@ def run(args):
         members["outputs/" + name] = o
         if c is not None:
             members["cotangents/" + name] = to_numpy(c)
+    for name, o64 in zip(out_names, fwd64 or []):
+        if o64 is not None:
+            members["outputs_f64/" + name] = o64
     for key, arr in ref["modules"].items():
         members["modules/" + key] = arr
     for name, g in zip(in_names, ref["grads_inputs"]):
@@ -667,6 +708,8 @@ def run(args):
         "onnx": {"default": "model.onnx", "preserve": "model_preserve.onnx"},
         "params_without_grad_path": ref["no_grad_path"],
         "grad_stability": stability,
+        "forward_stability": None if fwd_stats is None else {
+            n: st for n, st in zip(out_names, fwd_stats) if st},
         "module_outputs": len(ref["modules"]),
         "numpy_version": np.__version__,
     }

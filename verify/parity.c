@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-parity_tol parity_default_forward(void) { return (parity_tol){1e-3, 1e-5, 0.99999, PARITY_LAYER_REL_NORM}; }
-parity_tol parity_default_grad(void) { return (parity_tol){1e-4, 1e-5, 0.9999, 1e-3}; }
+parity_tol parity_default_forward(void) {
+  return (parity_tol){1e-3, 1e-5, 0.99999, PARITY_LAYER_REL_NORM, 0, PARITY_NOISE_MULT};
+}
+parity_tol parity_default_grad(void) { return (parity_tol){1e-4, 1e-5, 0.9999, 1e-3, 0, PARITY_NOISE_MULT}; }
 
 static int numeric(mg_dtype t) { return mg_dtype_size(t) > 0 && t != MG_STRING && t != MG_C64 && t != MG_C128; }
 
@@ -72,7 +74,7 @@ int parity_compare(const mg_array *got, const mg_array *ref, const parity_tol *t
     if (e > out->max_abs) out->max_abs = e, out->worst_index = i;
     double rel = e / fmax(fabs(r), PARITY_REL_FLOOR);
     if (rel > out->max_rel) out->max_rel = rel;
-    if (e > tol->atol + tol->rtol * fabs(r)) out->n_over++;
+    if (e > tol->atol + tol->rtol * fabs(r) + tol->noise_mult * tol->noise) out->n_over++;
     dot += g * r, gg += g * g, rr += r * r, dd += (g - r) * (g - r);
     int64_t u = ordered_f32(g) - ordered_f32(r);
     if (u < 0) u = -u;
@@ -98,17 +100,25 @@ int parity_passes(const parity_metrics *m, const parity_tol *tol, int grad, char
     return 0;
   }
   if (!grad && tol->atol >= 0 && tol->rtol >= 0 && m->n_over) {
+    char noise[96] = "";
+    if (tol->noise > 0) snprintf(noise, sizeof noise, " + %g x reference noise %.3g", tol->noise_mult, tol->noise);
     if (why)
-      snprintf(why, n, "%lld of %lld elements over atol %g + rtol %g*|ref| (max abs err %.3g)", (long long)m->n_over,
-               (long long)m->n, tol->atol, tol->rtol, m->max_abs);
+      snprintf(why, n, "%lld of %lld elements over atol %g + rtol %g*|ref|%s (max abs err %.3g)",
+               (long long)m->n_over, (long long)m->n, tol->atol, tol->rtol, noise, m->max_abs);
     return 0;
   }
   if (tol->min_cosine >= 0 && !(m->cosine >= tol->min_cosine)) {
     if (why) snprintf(why, n, "cosine %.9f < %g", m->cosine, tol->min_cosine);
     return 0;
   }
-  if (grad && tol->max_rel_norm >= 0 && !(m->rel_norm <= tol->max_rel_norm)) {
-    if (why) snprintf(why, n, "relative norm error %.3g > %g", m->rel_norm, tol->max_rel_norm);
+  if (grad && tol->max_rel_norm >= 0 && !(m->rel_norm <= tol->max_rel_norm + tol->noise_mult * tol->noise)) {
+    if (why) {
+      if (tol->noise > 0)
+        snprintf(why, n, "relative norm error %.3g > %g + %g x reference noise %.3g", m->rel_norm, tol->max_rel_norm,
+                 tol->noise_mult, tol->noise);
+      else
+        snprintf(why, n, "relative norm error %.3g > %g", m->rel_norm, tol->max_rel_norm);
+    }
     return 0;
   }
   return 1;

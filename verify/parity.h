@@ -38,6 +38,13 @@ typedef struct {
   double rtol, atol;
   double min_cosine;
   double max_rel_norm;
+  /* The reference's own float32 error (a torch_reference.py folder measures it
+   * against a float64 copy): `noise` is max |ref32 - ref64| for a forward output
+   * and ||g32 - g64|| / ||g64|| for a gradient, 0 when unknown; `noise_mult`
+   * multiples of it are allowed on top of atol + rtol*|ref| (forward) or of the
+   * rel-norm ceiling (gradients), since no float32 result can be held closer to
+   * torch's than torch is to exact arithmetic. */
+  double noise, noise_mult;
 } parity_tol;
 
 /* Layer-by-layer (verify/localize.h): an intermediate (a torch module's output, a
@@ -49,6 +56,12 @@ typedef struct {
  * of 1e-5: 6e-6 out of inputs at 2e-7). */
 #define PARITY_LAYER_REL_NORM 1e-6
 #define PARITY_LAYER_GROWTH 8.0
+
+/* The default multiple of the reference's own noise allowed (docs/parity.md):
+ * the interpreter sits near float64 (one noise away from torch), float32 code
+ * such as the generated C up to about two; 4 leaves room for both while a 1%
+ * weight error is still orders of magnitude above it. */
+#define PARITY_NOISE_MULT 4.0
 
 /* Documented float32 defaults (docs/parity.md, section "migc verify"). */
 parity_tol parity_default_forward(void);

@@ -16,7 +16,7 @@ typedef struct {
   rule_kind kind;
   char *model;     /* fnmatch pattern, NULL: every model */
   char *key;       /* op type, output name or parameter pattern */
-  double rtol, atol, cosine, rel_norm; /* NAN: not set by this rule */
+  double rtol, atol, cosine, rel_norm, noise; /* NAN: not set by this rule (noise: the multiple) */
 } rule;
 
 struct parity_policy {
@@ -50,14 +50,15 @@ static char *dup(const char *s) {
 static int read_rule(const char *path, xmlNode *x, rule_kind kind, const char *model, rule *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
   r->kind = kind;
-  r->rtol = r->atol = r->cosine = r->rel_norm = NAN;
+  r->rtol = r->atol = r->cosine = r->rel_norm = r->noise = NAN;
   const char *key_attr = kind == R_OP ? "type" : kind == R_OUTPUT ? "name" : kind == R_PARAM ? "match" : NULL;
   for (xmlAttr *a = x->properties; a; a = a->next) {
     const char *name = (const char *)a->name;
     xmlChar *v = xmlNodeListGetString(x->doc, a->children, 1);
     const char *s = v ? (const char *)v : "";
     double *slot = !strcmp(name, "rtol") ? &r->rtol : !strcmp(name, "atol") ? &r->atol
-                 : !strcmp(name, "cosine") ? &r->cosine : !strcmp(name, "rel-norm") ? &r->rel_norm : NULL;
+                 : !strcmp(name, "cosine") ? &r->cosine : !strcmp(name, "rel-norm") ? &r->rel_norm
+                 : !strcmp(name, "noise") ? &r->noise : NULL;
     char problem[300] = "";
     if (slot) {
       char *end;
@@ -186,6 +187,7 @@ static void apply(parity_tol *t, const rule *r) {
   if (!isnan(r->atol)) t->atol = r->atol;
   if (!isnan(r->cosine)) t->min_cosine = r->cosine;
   if (!isnan(r->rel_norm)) t->max_rel_norm = r->rel_norm;
+  if (!isnan(r->noise)) t->noise_mult = r->noise;
 }
 
 /* Applies the rules of `kind` matching key, global ones first, then model ones. */

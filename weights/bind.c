@@ -6,7 +6,7 @@
 
 const char *wt_bind_kind_name(wt_bind_kind k) {
   static const char *const names[] = {"unbound", "name", "value", "transpose",
-                                      "bn-fold-weight", "bn-fold-bias", "constant"};
+                                      "bn-fold-weight", "bn-fold-bias", "constant", "scope"};
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -223,6 +223,154 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
   return rc;
 }
 
+/* ---- binding by structure ---- */
+
+/* The torch module path of a node from its scope name, "/layer2/layer2.0/
+ * downsample/downsample.0/Conv" -> "layer2.0.downsample.0": a component that
+ * extends the previous one ("layer1" then "layer1.0", a Sequential's child)
+ * replaces it, any other is a child. 0, or -1 when the name has no scope. */
+static int module_path(const char *node_name, char *buf, size_t cap) {
+  char parts[32][256];
+  int np = 0;
+  const char *p = node_name;
+  if (!p || *p != '/') return -1;
+  while (*p == '/') {
+    const char *q = strchr(p + 1, '/');
+    if (!q) break; /* the last component is the op ("Conv", "Conv_1") */
+    size_t len = (size_t)(q - p - 1);
+    if (len == 0 || len >= sizeof parts[0] || np == 32) return -1;
+    char comp[256];
+    memcpy(comp, p + 1, len);
+    comp[len] = 0;
+    size_t pl = np ? strlen(parts[np - 1]) : 0;
+    if (np && !strncmp(comp, parts[np - 1], pl) && comp[pl] == '.') memcpy(parts[np - 1], comp, len + 1);
+    else memcpy(parts[np++], comp, len + 1);
+    p = q;
+  }
+  if (!np) return -1;
+  size_t o = 0;
+  for (int i = 0; i < np; i++) {
+    int w = snprintf(buf + o, cap - o, "%s%s", i ? "." : "", parts[i]);
+    if (w < 0 || (size_t)w >= cap - o) return -1;
+    o += (size_t)w;
+  }
+  return 0;
+}
+
+/* The parameter leaf that slot `slot` of op reads in torch's module for it, or
+ * NULL. `transposed` is set where torch's tensor is the transpose (MatMul). */
+static const char *param_leaf(const mg_node *u, int slot, int *transposed) {
+  *transposed = 0;
+  switch (u->op) {
+  case MG_OP_Conv:
+  case MG_OP_ConvTranspose: return slot == 1 ? "weight" : slot == 2 ? "bias" : NULL;
+  case MG_OP_Gemm:
+    if (slot == 1) return *transposed = !mg_attr_int(u, "transB", 0), "weight";
+    return slot == 2 ? "bias" : NULL;
+  case MG_OP_MatMul: return slot == 1 ? (*transposed = 1, "weight") : NULL;
+  case MG_OP_Add: return "bias"; /* Linear exported as MatMul + Add */
+  case MG_OP_BatchNormalization: {
+    static const char *const bn[] = {NULL, "weight", "bias", "running_mean", "running_var"};
+    return slot >= 1 && slot <= 4 ? bn[slot] : NULL;
+  }
+  case MG_OP_LayerNormalization:
+  case MG_OP_GroupNormalization:
+  case MG_OP_InstanceNormalization: return slot == 1 ? "weight" : slot == 2 ? "bias" : NULL;
+  case MG_OP_PRelu: return slot == 1 ? "weight" : NULL;
+  case MG_OP_Gather: return slot == 0 ? "weight" : NULL;
+  default: return NULL;
+  }
+}
+
+static int64_t init_numel(const mg_value *v) { return mg_shape_numel(&v->shape); }
+
+/* A source tensor not bound yet; taken[] is indexed by source tensor. */
+static int is_free(const char *taken, const wt_source *s, const wt_tensor *t) { return t && !taken[index_of(s, t)]; }
+
+/* The BatchNorm group that follows tensor `after` in the source's order (within
+ * the next few tensors: the conv's own bias may come first), with `out` channels
+ * and not bound elsewhere. */
+static int following_bn(const wt_source *s, const char *taken, const wt_tensor *after, int64_t out,
+                        const wt_tensor **g) {
+  int start = index_of(s, after) + 1;
+  for (int i = start; i < wt_count(s) && i < start + 6; i++) {
+    const wt_tensor *t = wt_get(s, i);
+    if (strcmp(leaf(t->name), "running_mean")) continue;
+    if (t->rank != 1 || t->dims[0] != out || !bn_group(s, t, g)) return 0;
+    for (int k = 0; k < 4; k++)
+      if (taken[index_of(s, g[k])]) return 0;
+    return 1;
+  }
+  return 0;
+}
+
+/* Binds the initializers the value passes left unbound, by name or scope. */
+static int bind_by_structure(bind_ctx *c, wt_binding *b, int nb) {
+  const wt_source *s = c->s;
+  char *taken = mg_calloc((size_t)wt_count(s) + 1, 1);
+  if (!taken) return -1;
+  double eps = 1e-5;
+  int eps_known = 0;
+  for (int i = 0; i < nb; i++) {
+    if (b[i].src) taken[index_of(s, b[i].src)] = 1;
+    if (b[i].kind == WT_BN_FOLD_WEIGHT || b[i].kind == WT_BN_FOLD_BIAS) {
+      for (int k = 0; k < 4; k++) taken[index_of(s, b[i].bn[k])] = 1;
+      if (!eps_known) eps = b[i].eps, eps_known = 1;
+    }
+  }
+  /* pass 0: the same name and shape; 1: the consumer's scope, all but convs;
+   * 2: convs, whose BatchNorm (if folded) is the free one that follows them */
+  for (int pass = 0; pass < 3; pass++)
+    for (int i = 0; i < nb; i++) {
+      wt_binding *x = &b[i];
+      const mg_value *init = x->init;
+      if (x->kind != WT_UNBOUND || !mg_dtype_is_float(init->dtype)) continue;
+      if (pass == 0) {
+        const wt_tensor *named = wt_find(s, init->name);
+        if (is_free(taken, s, named) && same_dims(init, named)) {
+          *x = (wt_binding){.init = init, .kind = WT_BY_NAME, .src = named, .by_structure = 1};
+          taken[index_of(s, named)] = 1;
+        }
+        continue;
+      }
+      int slot, transposed;
+      const mg_node *u = consumer(c->g, init, &slot);
+      char path[1024], name[1100];
+      const char *lf = u ? param_leaf(u, slot, &transposed) : NULL;
+      int conv = u && (u->op == MG_OP_Conv || u->op == MG_OP_ConvTranspose);
+      if (!lf || conv != (pass == 2) || module_path(u->name, path, sizeof path)) continue;
+      snprintf(name, sizeof name, "%s.%s", path, lf);
+      const wt_tensor *t = wt_find(s, name), *g[4];
+      if (!is_free(taken, s, t)) t = NULL;
+      if (conv && slot == 1 && t && same_dims(init, t) && u->op == MG_OP_Conv && u->n_in > 2 && u->in[2]) {
+        /* a conv with a bias input: a BatchNorm folded in when one follows it */
+        snprintf(name, sizeof name, "%s.bias", path);
+        const wt_tensor *cb = wt_find(s, name);
+        if (cb && (cb->rank != 1 || !is_free(taken, s, cb))) cb = NULL;
+        if (following_bn(s, taken, cb ? cb : t, init->shape.d[0].v, g)) {
+          *x = (wt_binding){init, WT_BN_FOLD_WEIGHT, t, {g[0], g[1], g[2], g[3]}, eps, 0, 1, !eps_known};
+          for (int k = 0; k < nb; k++)
+            if (b[k].init == u->in[2] && b[k].kind == WT_UNBOUND)
+              b[k] = (wt_binding){b[k].init, WT_BN_FOLD_BIAS, cb, {g[0], g[1], g[2], g[3]}, eps, 0, 1, !eps_known};
+          for (int k = 0; k < 4; k++) taken[index_of(s, g[k])] = 1;
+          if (cb) taken[index_of(s, cb)] = 1;
+          taken[index_of(s, t)] = 1;
+          continue;
+        }
+      }
+      if (t && !transposed && (same_dims(init, t) || (u->op == MG_OP_PRelu && wt_numel(t) == init_numel(init))))
+        *x = (wt_binding){.init = init, .kind = WT_BY_SCOPE, .src = t, .by_structure = 1};
+      else if (t && transposed && t->rank == 2 && init->shape.rank == 2 && t->dims[0] == init->shape.d[1].v &&
+               t->dims[1] == init->shape.d[0].v)
+        *x = (wt_binding){.init = init, .kind = WT_BY_TRANSPOSE, .src = t, .by_structure = 1};
+      else
+        continue;
+      taken[index_of(s, t)] = 1;
+    }
+  mg_free(taken);
+  return 0;
+}
+
 int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out, mg_diags *d) {
   const mg_graph *g = m->graph;
   *out = NULL;
@@ -254,6 +402,10 @@ int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out,
         mg_free(iv);
         break;
       }
+  }
+  if (!rc && bind_by_structure(&c, b, nb)) {
+    mg_error(d, OOM, NULL, NULL, "out of memory");
+    rc = -1;
   }
   for (int i = 0; c.cache && i < wt_count(s); i++) mg_free(c.cache[i]);
   mg_free(c.cache);
@@ -304,6 +456,88 @@ int wt_graph_types(const wt_source *s, const mg_model *m, const wt_binding *b, i
       }
     }
     if (type && x->src) h[(*n_out)++] = (wt_type_hint){x->src->name, type};
+  }
+  return 0;
+}
+
+/* The values binding x gives its initializer, as doubles (numel of the
+ * initializer); NULL when a source tensor cannot be read (recorded). */
+static double *bound_values(const wt_source *s, const wt_binding *x, mg_diags *d) {
+  const mg_value *init = x->init;
+  int64_t n = init_numel(init);
+  double *v = mg_calloc((size_t)n + 1, sizeof(double)), *src = NULL, *bn[4] = {NULL, NULL, NULL, NULL};
+  int ok = v != NULL;
+  if (ok && x->src) ok = (src = src_f64(s, x->src, d)) != NULL;
+  if (ok && (x->kind == WT_BN_FOLD_WEIGHT || x->kind == WT_BN_FOLD_BIAS))
+    for (int k = 0; k < 4 && ok; k++) ok = (bn[k] = src_f64(s, x->bn[k], d)) != NULL;
+  if (ok) {
+    switch (x->kind) {
+    case WT_BY_TRANSPOSE: {
+      int64_t r = x->src->dims[0], q = x->src->dims[1];
+      for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < q; j++) v[j * r + i] = src[i * q + j];
+      break;
+    }
+    case WT_BN_FOLD_WEIGHT: {
+      int64_t out = x->bn[0]->dims[0], per = n / (out ? out : 1);
+      for (int64_t o = 0; o < out; o++)
+        for (int64_t k = 0; k < per; k++) v[o * per + k] = src[o * per + k] * bn[0][o] / sqrt(bn[3][o] + x->eps);
+      break;
+    }
+    case WT_BN_FOLD_BIAS:
+      for (int64_t o = 0; o < n; o++)
+        v[o] = ((src ? src[o] : 0) - bn[2][o]) * bn[0][o] / sqrt(bn[3][o] + x->eps) + bn[1][o];
+      break;
+    default: memcpy(v, src, sizeof(double) * (size_t)n); break;
+    }
+  }
+  mg_free(src);
+  for (int k = 0; k < 4; k++) mg_free(bn[k]);
+  if (!ok) mg_free(v);
+  return ok ? v : NULL;
+}
+
+/* Stores v as one element of floating dtype t at p (any alignment), rounded once. */
+static void store_float(mg_dtype t, void *p, double v) {
+  if (t == MG_F64) {
+    memcpy(p, &v, 8);
+  } else if (t == MG_F16 || t == MG_BF16) {
+    uint16_t h = t == MG_F16 ? mg_f32_to_f16((float)v) : mg_f32_to_bf16((float)v);
+    memcpy(p, &h, 2);
+  } else {
+    float f = (float)v;
+    memcpy(p, &f, 4);
+  }
+}
+
+int wt_bind_apply(const wt_source *s, mg_model *m, wt_binding *b, int nb, mg_diags *d) {
+  for (int i = 0; i < nb; i++) {
+    wt_binding *x = &b[i];
+    mg_dtype dt = x->init->dtype;
+    if (x->kind == WT_UNBOUND || x->kind == WT_CONSTANT ||
+        (dt != MG_F32 && dt != MG_F64 && dt != MG_F16 && dt != MG_BF16))
+      continue;
+    if (x->src && wt_numel(x->src) != init_numel(x->init)) continue; /* never: bound shapes agree */
+    mg_value *init = (mg_value *)x->init;
+    double *v = bound_values(s, x, d);
+    size_t es = mg_dtype_size(init->dtype);
+    int64_t n = init_numel(init);
+    unsigned char *buf = v ? mg_arena_alloc(&m->arena, (size_t)n * es + 1) : NULL;
+    if (!buf) {
+      mg_free(v);
+      if (!d->errors) mg_error(d, OOM, NULL, NULL, "out of memory");
+      return -1;
+    }
+    double *old = init_f64(init), err = 0;
+    for (int64_t k = 0; k < n; k++) {
+      store_float(init->dtype, buf + (size_t)k * es, v[k]);
+      if (old) err = fmax(err, fabs(old[k] - mg_load_f64(init->dtype, buf + (size_t)k * es)));
+    }
+    mg_free(old);
+    mg_free(v);
+    init->data = buf;
+    init->nbytes = (size_t)n * es;
+    x->max_err = err;
   }
   return 0;
 }

@@ -16,7 +16,9 @@ typedef enum {
   WT_BY_TRANSPOSE,  /* equal to the source's transpose */
   WT_BN_FOLD_WEIGHT,/* conv weight with a BatchNorm folded in */
   WT_BN_FOLD_BIAS,  /* conv bias with a BatchNorm folded in */
-  WT_CONSTANT       /* not a parameter: an integer or shape constant */
+  WT_CONSTANT,      /* not a parameter: an integer or shape constant */
+  WT_BY_SCOPE       /* named by its consumer's torch scope (/layer1/layer1.0/conv1/Conv
+                       reads layer1.0.conv1.weight), same shape, values not compared */
 } wt_bind_kind;
 
 typedef struct {
@@ -26,13 +28,33 @@ typedef struct {
   const wt_tensor *bn[4];     /* folds: gamma, beta, running_mean, running_var */
   double eps;                 /* folds: the BatchNorm epsilon that reproduces the values */
   double max_err;             /* largest absolute difference found */
+  int by_structure;           /* bound by name or scope and the graph's position, not by
+                                 equal values: the source differs from the export (a
+                                 fine-tuned .pth with a stale export), or eps was assumed */
+  int eps_assumed;            /* folds bound by structure: eps taken from another fold of
+                                 the model, or torch's default 1e-5 */
 } wt_binding;
 
 const char *wt_bind_kind_name(wt_bind_kind k);
 
 /* Binds every initializer of m's top graph that a node reads. *out has one entry
- * per such initializer. 0 on success (unbound initializers are not errors here). */
+ * per such initializer. 0 on success (unbound initializers are not errors here).
+ *
+ * Equal values bind first (by name, by value, transposed, through a folded
+ * BatchNorm with the eps that reproduces them). What is left binds by structure:
+ * the same name and shape, or the name its consumer's torch scope gives it
+ * (Conv weight and bias, Gemm, BatchNorm, LayerNorm, Embedding, PReLU), with a
+ * folded BatchNorm found as the one that follows the conv in the source's order;
+ * those bindings are marked by_structure, since nothing proves the values belong
+ * together except the names. */
 int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out, mg_diags *d);
+
+/* Replaces the data of every bound initializer of m by what its binding computes
+ * from the source (copied, transposed, or with the BatchNorm folded in, in double,
+ * rounded once to the initializer's dtype), so that code generated from m computes
+ * with the source's weights. The data lives in m's arena; each binding's max_err
+ * becomes the largest difference from the export's data. 0, or -1 recorded. */
+int wt_bind_apply(const wt_source *s, mg_model *m, wt_binding *b, int nb, mg_diags *d);
 
 /* Module types that the graph shows for source tensors (BatchNormalization ->
  * BatchNorm1d/2d/3d by rank, LayerNormalization -> LayerNorm, Gather data ->

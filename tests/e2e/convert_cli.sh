@@ -88,5 +88,12 @@ check "the partial project builds, and its runner names the failure (exit 3)" ba
 check "--strict fails on it (exit 2)" status_is 2 "$MIGC" convert "$work/custom.onnx" -o "$work/custom2" --strict
 check "--strict passes a fully converted model" "$MIGC" convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 \
   --strict --target cpu -o "$work/strict_ok"
+pf=$work/paramfree
+check "a parameter-free model converts (exit 0), says no checkpoint was written, and writes none" bash -c \
+  "'$MIGC' convert '$work/custom.onnx' -o '$pf' 2>&1 | grep -q 'no parameters: no checkpoint written' && \
+   [ ! -e '$pf/model.ckpt' ] && [ -s '$pf/cpu/model.c' ] && [ -s '$pf/coverage.json' ]"
+check "without --weights, anonymous checkpoint names are warned about" bash -c \
+  "'$MIGC' convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 -o '$work/anon' 2>&1 | \
+   grep -q \"anonymous names ('onnx::Conv_\""
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

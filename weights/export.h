@@ -1,0 +1,33 @@
+/* A weights source written as a MindSpore checkpoint: the naming contract applied
+ * (rename.h's plan), every tensor streamed in bounded chunks, and a weight map
+ * (JSON) of what was done to every tensor and, with a graph, how every graph
+ * initializer was bound. `migc weights` and `migc convert` both write through it. */
+#ifndef MG_WEIGHTS_EXPORT_H
+#define MG_WEIGHTS_EXPORT_H
+#include "bind.h"
+
+typedef struct {
+  mg_dtype to_float;          /* MG_UNDEFINED keeps each tensor's dtype */
+  int crc;                    /* append MindSpore's CRC trailer */
+  int force;                  /* replace an existing checkpoint */
+  const char *source_label;   /* for the map: the source path as given */
+  const char *graph_label;    /* for the map: the graph path, or NULL */
+  int quiet_unbound;          /* the caller has warned about unbound initializers */
+} wt_export_opts;
+
+typedef struct {
+  int written, renamed, dropped;           /* checkpoint tensors */
+  int bound, unbound, constants, by_structure; /* graph initializers (with a graph) */
+  double bytes;                            /* checkpoint payload */
+} wt_export_stats;
+
+/* Writes checkpoint `out` (temporary file, then rename) and, when map_out is not
+ * NULL, the weight map there (atomically). m and the bindings b[0..nb) may be NULL
+ * and 0; with them, module types come from the graph (wt_graph_types) and each
+ * graph initializer bound to no source tensor is a warning naming it. Returns 0;
+ * 1 when the source has no tensor to write (nothing is written: MindSpore cannot
+ * load an empty checkpoint); -1 with a diagnostic. */
+int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m, const wt_binding *b, int nb,
+                   const char *out, const char *map_out, const wt_export_opts *o, wt_export_stats *st,
+                   mg_diags *d);
+#endif
