@@ -80,6 +80,36 @@ static const mg_array *ref_get(const vctx *v, const char *name) {
   return NULL;
 }
 
+/* The reference's own float32 noise for output `name`: max |outputs - outputs_f64|
+ * over the elements, 0 when the reference has no float64 outputs. */
+static double output_noise(const vctx *v, const char *name) {
+  char key[600];
+  snprintf(key, sizeof key, "outputs/%s", name);
+  const mg_array *r32 = ref_get(v, key);
+  snprintf(key, sizeof key, "outputs_f64/%s", name);
+  const mg_array *r64 = ref_get(v, key);
+  if (!r32 || !r64 || r32->nbytes / mg_dtype_size(r32->dtype) != r64->nbytes / mg_dtype_size(r64->dtype)) return 0;
+  int64_t n = (int64_t)(r32->nbytes / mg_dtype_size(r32->dtype));
+  double noise = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double a = mg_load_f64(r32->dtype, (const char *)r32->data + (size_t)i * mg_dtype_size(r32->dtype));
+    double b = mg_load_f64(r64->dtype, (const char *)r64->data + (size_t)i * mg_dtype_size(r64->dtype));
+    if (isfinite(a) && isfinite(b)) noise = fmax(noise, fabs(a - b));
+  }
+  return noise;
+}
+
+/* The reference's float32 gradient noise (ref.json grad_stability: ||g32 - g64|| /
+ * ||g64||) of input or parameter `name`; a parameter the folder lists no figure
+ * for gets the worst tensor's. 0 when unknown. */
+static double grad_noise(const vctx *v, int param, const char *name) {
+  json_t *st = v->refjson ? json_object_get(v->refjson, "grad_stability") : NULL;
+  if (!json_is_object(st)) return 0;
+  json_t *x = json_object_get(json_object_get(st, param ? "params" : "inputs"), name);
+  if (json_is_number(x)) return json_number_value(x);
+  return param ? json_number_value(json_object_get(st, "params_max")) : 0;
+}
+
 /* Appends a result row; NULL when out of memory. */
 static vresult *add_result(vctx *v, vkind kind, const char *name, const char *group) {
   if (v->n_res == v->cap_res) {
@@ -169,6 +199,7 @@ static void compare_outputs(vctx *v, mg_array *outs) {
     vresult *r = add_result(v, V_OUTPUT, o->name, NULL);
     if (!r) return;
     r->tol = forward_tol(v, o->producer ? o->producer->op_type : NULL, o->name);
+    r->tol.noise = output_noise(v, o->name);
     const mg_array *ref = ref_get(v, key);
     if (!ref) {
       r->status = V_ERROR;
@@ -213,6 +244,7 @@ static void group_gradients(vctx *v) {
       failed += p->status == V_FAIL;
       errors += p->status == V_ERROR;
       if (p->compared) parity_group_add(&acc, p->own.data ? &p->own : p->got, p->ref, &p->m);
+      if (p->tol.noise > grp->tol.noise) grp->tol.noise = p->tol.noise;
     }
     parity_group_finish(&acc, &grp->m);
     grp->compared = acc.members > 0;
@@ -303,6 +335,7 @@ static int compare_gradients(vctx *v) {
     vresult *r = add_result(v, V_INPUT_GRAD, g->inputs[i]->name, NULL);
     if (!r) return -1;
     r->tol = policy_grad(v->policy, v->model_name, g->inputs[i]->name);
+    r->tol.noise = grad_noise(v, 0, g->inputs[i]->name);
     if (!v->grads.inputs[i].data) {
       r->status = V_ERROR;
       snprintf(r->why, sizeof r->why, "no gradient computed for this input");
@@ -319,6 +352,7 @@ static int compare_gradients(vctx *v) {
     vresult *r = add_result(v, V_PARAM_GRAD, tname, prefix);
     if (!r) return -1;
     r->tol = policy_grad(v->policy, v->model_name, tname);
+    r->tol.noise = grad_noise(v, 1, tname);
     int transposed;
     const char *folded;
     int k = find_param_grad(v, &v->grads, tname, &transposed, &folded);
@@ -399,7 +433,7 @@ static int resolve_target(vctx *v, const char *target) {
       json_t *j = json_load_file(p, 0, NULL);
       const char *f = j ? json_string_value(json_object_get(j, "factory")) : NULL;
       if (f && !v->model_name_buf[0]) snprintf(v->model_name_buf, sizeof v->model_name_buf, "%s", f);
-      json_decref(j);
+      v->refjson = j;
     }
   } else {
     snprintf(v->onnx, sizeof v->onnx, "%s", target);
@@ -407,6 +441,12 @@ static int resolve_target(vctx *v, const char *target) {
   if (!v->reference[0]) {
     mg_error(&v->d, USAGE, NULL, NULL, "--reference REF.npz is required for %s", target);
     return -1;
+  }
+  if (!v->refjson) { /* a reference folder's ref.json beside REF.npz: its noise figures */
+    const char *slash = strrchr(v->reference, '/');
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%.*s/ref.json", slash ? (int)(slash - v->reference) : 1, slash ? v->reference : ".");
+    if (is_file(p)) v->refjson = json_load_file(p, 0, NULL);
   }
   if (!v->pth[0]) { /* a reference folder's state_dict, to compare parameters when localising */
     const char *slash = strrchr(v->reference, '/');
@@ -485,6 +525,7 @@ static void vctx_free(vctx *v) {
   free(v->wres);
   policy_free(v->policy);
   json_decref(v->map);
+  json_decref(v->refjson);
   if (v->pth_src) wt_close(v->pth_src);
   mg_model_free(v->m);
   if (v->tmpdir[0]) verify_rmtree(v->tmpdir);
@@ -596,9 +637,27 @@ int cmd_verify(int argc, char **argv) {
       }
     }
   }
-  if (v->opt.grad && compare_gradients(v)) {
-    rc = EXIT_BAD_INPUT;
-    goto out;
+  if (v->opt.grad) {
+    /* gradients that cannot be computed (an op without a VJP) are an error row,
+     * named by the diagnostics; the forward verdict above stands */
+    size_t first = v->d.count;
+    if (compare_gradients(v)) {
+      vresult *r = add_result(v, V_INPUT_GRAD, "(all gradients)", NULL);
+      if (!r) {
+        rc = EXIT_INTERNAL;
+        goto out;
+      }
+      r->status = V_ERROR;
+      int k = snprintf(r->why, sizeof r->why, "not computed:");
+      for (size_t i = first; i < v->d.count && k > 0 && (size_t)k + 2 < sizeof r->why; i++) {
+        const mg_diag *g = &v->d.items[i];
+        if (g->severity != MG_SEV_ERROR) continue;
+        k += snprintf(r->why + k, sizeof r->why - (size_t)k, "%s %s%s%s%s%s%s%s", i > first ? ";" : "",
+                      g->node ? "node '" : "", g->node ? g->node : "", g->node ? "'" : "", g->op ? " (" : "",
+                      g->op ? g->op : "", g->op ? ")" : "", g->node || g->op ? ": " : "");
+        if ((size_t)k < sizeof r->why) k += snprintf(r->why + k, sizeof r->why - (size_t)k, "%s", g->message);
+      }
+    }
   }
   if (v->opt.ckpt && verify_weights(v)) {
     rc = EXIT_BAD_INPUT;
@@ -612,9 +671,19 @@ int cmd_verify(int argc, char **argv) {
   }
   for (int i = 0; i < v->n_wres; i++) any_failed |= v->wres[i].status != V_PASS;
   if (fwd_failed && !v->opt.no_localize) localise(v);
-  if (fwd_failed && v->localised && !v->loc.found)
-    snprintf(v->loc_note, sizeof v->loc_note, "no single node diverges beyond tolerance (%d values compared)",
-             v->loc.compared);
+  if (fwd_failed && v->localised && !v->loc.found) {
+    const loc_result *l = &v->loc;
+    int k = snprintf(v->loc_note, sizeof v->loc_note, "no single node diverges beyond tolerance (%d values compared)",
+                     l->compared);
+    if (l->compared && k > 0 && (size_t)k < sizeof v->loc_note)
+      k += snprintf(v->loc_note + k, sizeof v->loc_note - (size_t)k,
+                    ": the error accumulates, from rel norm %.2g at '%.120s' to %.2g at '%.120s'", l->first_err,
+                    l->first, l->worst_m.rel_norm, l->worst);
+    if (l->growth > 0 && k > 0 && (size_t)k < sizeof v->loc_note)
+      snprintf(v->loc_note + k, sizeof v->loc_note - (size_t)k,
+               "; the largest growth in one step is x%.2g at '%.120s' (%.2g out of %.2g carried in)", l->growth,
+               l->grew, l->grew_err, l->grew_carried);
+  }
   v->t_total = now() - t0;
   verify_print(v);
   if ((v->opt.json && verify_write_json(v)) || (v->opt.junit && verify_write_junit(v))) {

@@ -52,6 +52,7 @@ typedef struct {
   const char *model_name;
   parity_policy *policy;
   json_t *map;
+  json_t *refjson; /* the reference folder's ref.json (its float32 noise figures), or NULL */
   mg_model *m;
   mg_array *ref;
   int n_ref;
@@ -71,7 +72,7 @@ typedef struct {
   struct wt_source *pth_src;
   loc_result loc;
   int localised, loc_tried;
-  char loc_note[256];
+  char loc_note[1024];
   double t_forward, t_grad, t_total;
 } vctx;
 

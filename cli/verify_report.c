@@ -23,16 +23,18 @@ static void row(const vresult *r) {
     printf("%-10s %-40s %-10s %s: %s\n", kind_name(r->kind), name, r->shape, status_name(r->status), r->why);
     return;
   }
-  printf("%-10s %-40s %-10s %9.2e %9.2e %12.9f %9.2e %6.0f/%-6.0f/%-8.0f %6.2f%%  %s", kind_name(r->kind), name,
+  char noise[16] = "-";
+  if (r->tol.noise > 0) snprintf(noise, sizeof noise, "%9.2e", r->tol.noise);
+  printf("%-10s %-40s %-10s %9.2e %9.2e %12.9f %9.2e %6.0f/%-6.0f/%-8.0f %6.2f%% %9s  %s", kind_name(r->kind), name,
          r->shape, r->m.max_abs, r->m.max_rel, r->m.cosine, r->m.rel_norm, r->m.ulp_median, r->m.ulp_p99,
-         r->m.ulp_max, 100 * r->m.frac_over, status_name(r->status));
+         r->m.ulp_max, 100 * r->m.frac_over, noise, status_name(r->status));
   if (r->status != V_PASS) printf(": %s", r->why);
   printf("\n");
 }
 
 static void header(void) {
-  printf("%-10s %-40s %-10s %9s %9s %12s %9s %-22s %7s  %s\n", "kind", "name", "shape", "max_abs", "max_rel", "cosine",
-         "rel_norm", "ulp med/p99/max", "over", "verdict");
+  printf("%-10s %-40s %-10s %9s %9s %12s %9s %-22s %7s %9s  %s\n", "kind", "name", "shape", "max_abs", "max_rel",
+         "cosine", "rel_norm", "ulp med/p99/max", "over", "ref_noise", "verdict");
 }
 
 void verify_print(const vctx *v) {
@@ -103,8 +105,8 @@ static json_t *metrics_json(const vresult *r) {
 }
 
 static json_t *tol_json(const parity_tol *t) {
-  return json_pack("{s:f,s:f,s:f,s:f}", "rtol", t->rtol, "atol", t->atol, "min_cosine", t->min_cosine, "max_rel_norm",
-                   t->max_rel_norm);
+  return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "rtol", t->rtol, "atol", t->atol, "min_cosine", t->min_cosine,
+                   "max_rel_norm", t->max_rel_norm, "reference_noise", t->noise, "noise_multiple", t->noise_mult);
 }
 
 static json_t *result_json(const vresult *r) {

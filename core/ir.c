@@ -354,3 +354,29 @@ static int walk_rec(mg_graph *g, int (*fn)(mg_graph *, void *), void *ctx) {
 int mg_graph_walk(mg_graph *g, int (*fn)(mg_graph *g, void *ctx), void *ctx) {
   return walk_rec(g, fn, ctx);
 }
+
+int mg_scope_module(const char *node_name, char *out, size_t n) {
+  size_t len = 0, last = 0; /* last: where the previous component starts in out */
+  if (n) out[0] = 0;
+  if (!node_name || node_name[0] != '/' || !n) return 0;
+  const char *end = strrchr(node_name, '/');
+  for (const char *p = node_name + 1; p < end;) {
+    const char *e = memchr(p, '/', (size_t)(end - p));
+    if (!e) e = end;
+    size_t cl = (size_t)(e - p), prev = len - last;
+    if (!cl) return out[0] = 0, -1;
+    if (len && cl > prev && !strncmp(p, out + last, prev) && p[prev] == '.') {
+      len = last; /* extends the previous component: replace it */
+    } else if (len) {
+      if (len + 1 >= n) return out[0] = 0, -1;
+      out[len++] = '.';
+    }
+    last = len;
+    if (len + cl >= n) return out[0] = 0, -1;
+    memcpy(out + len, p, cl);
+    len += cl;
+    out[len] = 0;
+    p = e + 1;
+  }
+  return (int)len;
+}

@@ -209,6 +209,14 @@ int mg_graph_push_list(mg_graph *g, mg_value ***list, int *count, mg_value *v);
 
 /* Attributes. */
 const mg_attr *mg_node_attr(const mg_node *n, const char *name);
+
+/* The torch module path of a node from the scope name torch's exporter gives it,
+ * "/layer2/layer2.0/downsample/downsample.0/Conv" -> "layer2.0.downsample.0": the
+ * last component is the op; a component that extends the previous one ("layer1"
+ * then "layer1.0": a container's child) replaces it, any other is a child. Writes
+ * "" for a node without scope; returns the length, or -1 (and "") when the path
+ * does not fit in out[n]. */
+int mg_scope_module(const char *node_name, char *out, size_t n);
 int64_t mg_attr_int(const mg_node *n, const char *name, int64_t dflt);
 float mg_attr_float(const mg_node *n, const char *name, float dflt);
 const char *mg_attr_str(const mg_node *n, const char *name, const char *dflt);

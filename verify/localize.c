@@ -10,25 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-void loc_module_path(const char *node_name, char *out, size_t n) {
-  out[0] = 0;
-  if (!node_name || node_name[0] != '/') return;
-  const char *last = strrchr(node_name, '/'); /* the op's own name follows it */
-  size_t len = 0;
-  for (const char *p = node_name + 1; p < last;) {
-    const char *e = memchr(p, '/', (size_t)(last - p));
-    if (!e) e = last;
-    size_t cl = (size_t)(e - p);
-    /* nested containers repeat the full path ("/layer1/layer1.0/"): a component
-     * that extends the path so far replaces it instead of being appended */
-    if (len && cl > len && !strncmp(p, out, len) && p[len] == '.') len = 0;
-    else if (len && len + 1 < n) out[len++] = '.';
-    for (size_t i = 0; i < cl && len + 1 < n; i++) out[len++] = p[i];
-    out[len] = 0;
-    p = e + 1;
-  }
-}
-
 /* True when a value diverges from its reference (the test of localize.h): its
  * relative norm error exceeds both the floor and PARITY_LAYER_GROWTH times the
  * error its inputs carried in (`carried`), or its cosine or NaN/Inf disagree. */
@@ -126,7 +107,7 @@ static int ref_known(const torch_ctx *c, const char *path) {
  * when only the bare name is a module. */
 static void canonical_path(const torch_ctx *c, const char *node_name, char *out, size_t n) {
   char raw[LOC_NAME], plain[LOC_NAME] = "";
-  loc_module_path(node_name, raw, sizeof raw);
+  mg_scope_module(node_name, raw, sizeof raw);
   out[0] = 0;
   for (char *save, *comp = strtok_r(raw, ".", &save); comp; comp = strtok_r(NULL, ".", &save)) {
     char cand[LOC_NAME], key[LOC_NAME];
@@ -215,6 +196,15 @@ static int64_t numel(const mg_array *a) {
   return n;
 }
 
+/* Records a comparison of `name` (error err, carried in: carried) for the summary
+ * of accumulated error. */
+static void note_growth(loc_result *r, const char *name, double err, double carried) {
+  if (r->compared == 1) copy_str(r->first, sizeof r->first, name), r->first_err = err;
+  double growth = err / fmax(carried, 1e-12);
+  if (carried > 0 && growth > r->growth)
+    r->growth = growth, r->grew_err = err, r->grew_carried = carried, copy_str(r->grew, sizeof r->grew, name);
+}
+
 static int torch_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
   torch_ctx *c = ctx;
   mg_graph *g = c->m->graph;
@@ -241,6 +231,7 @@ static int torch_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
     c->r->compared++;
     if (c->r->compared == 1 || m.rel_norm > c->r->worst_m.rel_norm)
       c->r->worst_m = m, copy_str(c->r->worst, sizeof c->r->worst, module_of_ref(ref));
+    note_growth(c->r, module_of_ref(ref), m.rel_norm, carried);
     int id = n->out[0]->id;
     if (c->vm_ref[id] < 0) c->vm[id] = m, c->vm_ref[id] = pick, c->est[id] = m.rel_norm;
     if (!diverges(&m, c->tol, carried)) continue;
@@ -345,6 +336,7 @@ static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
     c->r->compared++;
     if (c->r->compared == 1 || m.rel_norm > c->r->worst_m.rel_norm)
       c->r->worst_m = m, copy_str(c->r->worst, sizeof c->r->worst, n->out[i]->name);
+    note_growth(c->r, n->out[i]->name, m.rel_norm, carried);
     c->vm[n->out[i]->id] = m;
     c->vm_known[n->out[i]->id] = 1;
     c->est[n->out[i]->id] = m.rel_norm;
@@ -355,7 +347,7 @@ static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
     copy_str(r->node, sizeof r->node, n->name);
     copy_str(r->op, sizeof r->op, n->op_type);
     copy_str(r->value, sizeof r->value, n->out[i]->name);
-    loc_module_path(n->name, r->module, sizeof r->module);
+    mg_scope_module(n->name, r->module, sizeof r->module);
     for (int j = 0; j < n->n_in && r->n_inputs < LOC_MAX_INPUTS; j++) {
       const mg_value *v = n->in[j];
       if (!v) continue;
@@ -371,7 +363,7 @@ static int trace_observe(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
         copy_str(in->source, sizeof in->source, v->kind == MG_V_NODE   ? "not traced (fused or a view)"
                                                 : v->kind == MG_V_INIT ? "parameter (not traced)"
                                                                        : "constant");
-      if (v->producer) loc_module_path(v->producer->name, in->module, sizeof in->module);
+      if (v->producer) mg_scope_module(v->producer->name, in->module, sizeof in->module);
     }
     return 1;
   }

@@ -43,11 +43,15 @@ typedef struct {
   int n_inputs;
   char worst[LOC_NAME];  /* the compared value with the largest relative norm error */
   parity_metrics worst_m;
+  /* What accumulates when no single value diverges: the first compared value and
+   * its error, and the compared value whose error grew most over what its
+   * inputs carried in (growth = its rel norm error / the carried one). */
+  char first[LOC_NAME];
+  double first_err;
+  char grew[LOC_NAME];
+  double grew_err, grew_carried, growth;
 } loc_result;
 
-/* The torch module path of an ONNX node name ("" for the root scope or a name
- * without scope), written to out[n]. */
-void loc_module_path(const char *node_name, char *out, size_t n);
 
 /* Against torch module outputs: refs/n_refs are ref.npz's arrays (only those named
  * "modules/..." are used); weights (may be NULL) is the .pth to compare parameters

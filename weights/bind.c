@@ -225,38 +225,6 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
 
 /* ---- binding by structure ---- */
 
-/* The torch module path of a node from its scope name, "/layer2/layer2.0/
- * downsample/downsample.0/Conv" -> "layer2.0.downsample.0": a component that
- * extends the previous one ("layer1" then "layer1.0", a Sequential's child)
- * replaces it, any other is a child. 0, or -1 when the name has no scope. */
-static int module_path(const char *node_name, char *buf, size_t cap) {
-  char parts[32][256];
-  int np = 0;
-  const char *p = node_name;
-  if (!p || *p != '/') return -1;
-  while (*p == '/') {
-    const char *q = strchr(p + 1, '/');
-    if (!q) break; /* the last component is the op ("Conv", "Conv_1") */
-    size_t len = (size_t)(q - p - 1);
-    if (len == 0 || len >= sizeof parts[0] || np == 32) return -1;
-    char comp[256];
-    memcpy(comp, p + 1, len);
-    comp[len] = 0;
-    size_t pl = np ? strlen(parts[np - 1]) : 0;
-    if (np && !strncmp(comp, parts[np - 1], pl) && comp[pl] == '.') memcpy(parts[np - 1], comp, len + 1);
-    else memcpy(parts[np++], comp, len + 1);
-    p = q;
-  }
-  if (!np) return -1;
-  size_t o = 0;
-  for (int i = 0; i < np; i++) {
-    int w = snprintf(buf + o, cap - o, "%s%s", i ? "." : "", parts[i]);
-    if (w < 0 || (size_t)w >= cap - o) return -1;
-    o += (size_t)w;
-  }
-  return 0;
-}
-
 /* The parameter leaf that slot `slot` of op reads in torch's module for it, or
  * NULL. `transposed` is set where torch's tensor is the transpose (MatMul). */
 static const char *param_leaf(const mg_node *u, int slot, int *transposed) {
@@ -338,7 +306,7 @@ static int bind_by_structure(bind_ctx *c, wt_binding *b, int nb) {
       char path[1024], name[1100];
       const char *lf = u ? param_leaf(u, slot, &transposed) : NULL;
       int conv = u && (u->op == MG_OP_Conv || u->op == MG_OP_ConvTranspose);
-      if (!lf || conv != (pass == 2) || module_path(u->name, path, sizeof path)) continue;
+      if (!lf || conv != (pass == 2) || mg_scope_module(u->name, path, sizeof path) <= 0) continue;
       snprintf(name, sizeof name, "%s.%s", path, lf);
       const wt_tensor *t = wt_find(s, name), *g[4];
       if (!is_free(taken, s, t)) t = NULL;

@@ -196,17 +196,24 @@ static void test_policy(void **st) {
 static void test_module_path(void **st) {
   (void)st;
   char out[128];
-  loc_module_path("/layer1/layer1.0/conv1/Conv", out, sizeof out);
+  mg_scope_module("/layer1/layer1.0/conv1/Conv", out, sizeof out);
   assert_string_equal(out, "layer1.0.conv1");
-  loc_module_path("/features/conv1/Conv", out, sizeof out);
+  mg_scope_module("/features/conv1/Conv", out, sizeof out);
   assert_string_equal(out, "features.conv1");
-  loc_module_path("/encoder/layers/encoder_layer_0/ln_1/LayerNormalization", out, sizeof out);
+  mg_scope_module("/encoder/layers/encoder_layer_0/ln_1/LayerNormalization", out, sizeof out);
   assert_string_equal(out, "encoder.layers.encoder_layer_0.ln_1");
-  loc_module_path("/features/features.0/features.0.1/Relu", out, sizeof out);
+  mg_scope_module("/features/features.0/features.0.1/Relu", out, sizeof out);
   assert_string_equal(out, "features.0.1");
-  loc_module_path("/Relu", out, sizeof out);
+  mg_scope_module("/backbone/features.0/features.0.13/features.0.13.2/HardSwish", out, sizeof out);
+  assert_string_equal(out, "backbone.features.0.13.2");
+  mg_scope_module("/layer2/layer2.0/downsample/downsample.0/Conv", out, sizeof out);
+  assert_string_equal(out, "layer2.0.downsample.0");
+  mg_scope_module("/backbone/features.0/features.0.1/block/block.0/block.0.0/Conv", out, sizeof out);
+  assert_string_equal(out, "backbone.features.0.1.block.0.0");
+  assert_int_equal(mg_scope_module("/a/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/Conv", out, 16), -1);
+  mg_scope_module("/Relu", out, sizeof out);
   assert_string_equal(out, "");
-  loc_module_path("Conv_12", out, sizeof out);
+  mg_scope_module("Conv_12", out, sizeof out);
   assert_string_equal(out, "");
 }
 
