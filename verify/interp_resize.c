@@ -28,6 +28,37 @@ static int resize_opts(interp_ctx *c, const mg_node *n, mg_resize_opts *o) {
   return mg_resize_read_opts(n, o, &attr, &value) ? unsupported(c, n, attr, value) : 0;
 }
 
+int resize_plan(const mg_node *n, const mg_resize_opts *o, const mg_array *x, const mg_array *roi,
+                const mg_array *sc, const mg_array *sz, mg_rz_axis *geo, const char **err) {
+  int n_sc = 0, n_sz = 0, n_roi = 0;
+  float scales[MG_ARRAY_MAX_RANK];
+  int64_t sizes[MG_ARRAY_MAX_RANK];
+  double rv[2 * MG_ARRAY_MAX_RANK];
+  if (x->rank > MG_MAX_RANK) return *err = "rank too large", -1;
+  if (sz && it_numel(sz)) {
+    n_sz = it_ints(sz, sizes, MG_ARRAY_MAX_RANK);
+    if (n_sz < 0) return *err = "too many sizes", -1;
+  } else if (sc && it_numel(sc)) {
+    if (sc->rank != 1 || it_numel(sc) > MG_ARRAY_MAX_RANK) return *err = "scales must be a vector", -1;
+    n_sc = (int)it_numel(sc);
+    for (int i = 0; i < n_sc; i++) scales[i] = (float)it_get_f64(sc, i);
+  }
+  if (roi && o->ctm == MG_RZ_TF_CROP_AND_RESIZE) {
+    if (it_numel(roi) > 2 * MG_ARRAY_MAX_RANK) return *err = "roi too long", -1;
+    n_roi = (int)it_numel(roi);
+    for (int i = 0; i < n_roi; i++) rv[i] = it_get_f64(roi, i);
+  }
+  return mg_resize_geometry(n, o, x->rank, x->dims, scales, n_sc, sizes, n_sz, rv, n_roi, geo, err);
+}
+
+int resize_pass_order(int r, const mg_rz_axis *geo, int *order) {
+  int no = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int a = 0; a < r; a++)
+      if ((geo[a].out_len < geo[a].in_len) == (pass == 0)) order[no++] = a;
+  return no;
+}
+
 /* Resize: the geometry of core/resize_geom.c, then one separable pass per axis
  * that changes, shrinking axes first. */
 static int resize(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out) {
@@ -35,28 +66,10 @@ static int resize(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   if (!xt) return it_fail(c, n, "missing input");
   mg_resize_opts o;
   if (resize_opts(c, n, &o)) return -1;
-  int r = xt->rank, n_sc = 0, n_sz = 0, n_roi = 0;
-  float scales[MG_ARRAY_MAX_RANK];
-  int64_t sizes[MG_ARRAY_MAX_RANK];
-  double rv[2 * MG_ARRAY_MAX_RANK];
-  if (sz && it_numel(sz)) {
-    n_sz = it_ints(sz, sizes, MG_ARRAY_MAX_RANK);
-    if (n_sz < 0) return it_fail(c, n, "too many sizes");
-  } else if (sc && it_numel(sc)) {
-    if (sc->rank != 1 || it_numel(sc) > MG_ARRAY_MAX_RANK) return it_fail(c, n, "scales must be a vector");
-    n_sc = (int)it_numel(sc);
-    for (int i = 0; i < n_sc; i++) scales[i] = (float)it_get_f64(sc, i);
-  }
-  if (roi && o.ctm == MG_RZ_TF_CROP_AND_RESIZE) {
-    if (it_numel(roi) > 2 * MG_ARRAY_MAX_RANK) return it_fail(c, n, "roi too long");
-    n_roi = (int)it_numel(roi);
-    for (int i = 0; i < n_roi; i++) rv[i] = it_get_f64(roi, i);
-  }
+  int r = xt->rank;
   mg_rz_axis geo[MG_ARRAY_MAX_RANK];
   const char *err;
-  if (r > MG_MAX_RANK) return it_fail(c, n, "rank too large");
-  if (mg_resize_geometry(n, &o, r, xt->dims, scales, n_sc, sizes, n_sz, rv, n_roi, geo, &err))
-    return it_fail(c, n, "%s", err);
+  if (resize_plan(n, &o, xt, roi, sc, sz, geo, &err)) return it_fail(c, n, "%s", err);
   int64_t od[MG_ARRAY_MAX_RANK];
   for (int d = 0; d < r; d++) od[d] = geo[d].out_len;
   mg_array *yt = it_out(c, n, out, 0, xt->dtype, r, od);
@@ -66,11 +79,8 @@ static int resize(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   if (!cur) return -1;
   int64_t cd[MG_ARRAY_MAX_RANK];
   memcpy(cd, xt->dims, sizeof(int64_t) * (size_t)r);
-  /* Shrinking axes first: no intermediate exceeds the larger of input and output. */
-  int order[MG_ARRAY_MAX_RANK], no = 0, rc = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int a = 0; a < r; a++)
-      if ((od[a] < cd[a]) == (pass == 0)) order[no++] = a;
+  int order[MG_ARRAY_MAX_RANK], rc = 0;
+  resize_pass_order(r, geo, order);
   for (int q = 0; q < r && !rc; q++) {
     int a = order[q];
     int64_t L = cd[a], O = od[a];
@@ -216,25 +226,67 @@ static int grid_sample(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalu
 
 /* ---- RoiAlign and MaxRoiPool ---- */
 
+int roi_read_opts(const mg_node *n, roi_opts *o, const char **attr, const char **value) {
+  const char *ms = mg_attr_str(n, "mode", "avg");
+  const char *cts = n->opset < 16 ? "output_half_pixel" : mg_attr_str(n, "coordinate_transformation_mode", "half_pixel");
+  o->is_max = !strcmp(ms, "max"), o->half = !strcmp(cts, "half_pixel");
+  *attr = *value = NULL;
+  if (!o->is_max && strcmp(ms, "avg")) *attr = "mode", *value = ms;
+  else if (!o->half && strcmp(cts, "output_half_pixel")) *attr = "coordinate_transformation_mode", *value = cts;
+  o->oh = mg_attr_int(n, "output_height", 1), o->ow = mg_attr_int(n, "output_width", 1);
+  o->sr = mg_attr_int(n, "sampling_ratio", 0);
+  o->ss = mg_attr_float(n, "spatial_scale", 1);
+  return *attr ? -1 : 0;
+}
+
+int roi_grid_init(const roi_opts *o, const double box[4], roi_grid *g, const char **err) {
+  double off = o->half ? 0.5 : 0;
+  g->x0 = box[0] * o->ss - off, g->y0 = box[1] * o->ss - off;
+  double rw = box[2] * o->ss - off - g->x0, rh = box[3] * o->ss - off - g->y0;
+  if (!o->half) rw = fmax(rw, 1), rh = fmax(rh, 1);
+  g->bh = rh / (double)o->oh, g->bw = rw / (double)o->ow;
+  if (!(fabs(g->bh) < 1e6 && fabs(g->bw) < 1e6 && fabs(g->x0) < 1e15 && fabs(g->y0) < 1e15))
+    return *err = "roi is not finite or too large", -1;
+  g->gh = o->sr > 0 ? o->sr : (int64_t)ceil(rh / (double)o->oh);
+  g->gw = o->sr > 0 ? o->sr : (int64_t)ceil(rw / (double)o->ow);
+  if (g->gh > 0 && g->gw > 0 && (double)g->gh * (double)g->gw > (double)(1 << 24))
+    return *err = "roi needs more than 2^24 samples per bin", -1;
+  g->count = (double)(g->gh * g->gw > 1 ? g->gh * g->gw : 1);
+  return 0;
+}
+
+int roi_corners(const roi_grid *g, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t iy, int64_t ix,
+                int64_t idx[4], double w[4]) {
+  double yy = g->y0 + (double)ph * g->bh + ((double)iy + 0.5) * g->bh / (double)g->gh;
+  double xx = g->x0 + (double)pw * g->bw + ((double)ix + 0.5) * g->bw / (double)g->gw;
+  for (int k = 0; k < 4; k++) idx[k] = 0, w[k] = 0;
+  if (!(H > 0 && W > 0 && yy >= -1.0 && yy <= (double)H && xx >= -1.0 && xx <= (double)W)) return 0;
+  double fy = yy <= 0 ? 0 : yy, fx = xx <= 0 ? 0 : xx;
+  int64_t yl = (int64_t)fy, xl = (int64_t)fx, yh, xh;
+  if (yl >= H - 1) yh = yl = H - 1, fy = (double)yl;
+  else yh = yl + 1;
+  if (xl >= W - 1) xh = xl = W - 1, fx = (double)xl;
+  else xh = xl + 1;
+  double ly = fy - (double)yl, lx = fx - (double)xl, hy = 1 - ly, hx = 1 - lx;
+  idx[0] = yl * W + xl, idx[1] = yl * W + xh, idx[2] = yh * W + xl, idx[3] = yh * W + xh;
+  w[0] = hy * hx, w[1] = hy * lx, w[2] = ly * hx, w[3] = ly * lx;
+  return 1;
+}
+
 /* RoiAlign as onnxruntime computes it (the ONNX test data's source): bilinear
- * samples on a sampling_ratio grid per bin (adaptive: ceil(roi size / bins)),
- * averaged, or in max mode the maximum of the weighted corner values. */
+ * samples on a grid per bin (roi_corners), averaged, or in max mode the largest
+ * weighted corner of any sample. */
 static int roi_align(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out) {
   const mg_array *xt = it_in(in, n, 0), *rt = it_in(in, n, 1), *bt = it_in(in, n, 2);
   if (!xt || !rt || !bt) return it_fail(c, n, "missing input");
   if (xt->rank != 4 || rt->rank != 2 || rt->dims[1] != 4 || it_numel(bt) != rt->dims[0])
     return it_fail(c, n, "expected X [N,C,H,W], rois [R,4], batch_indices [R]");
-  const char *ms = mg_attr_str(n, "mode", "avg");
-  const char *cts = n->opset < 16 ? "output_half_pixel" : mg_attr_str(n, "coordinate_transformation_mode", "half_pixel");
-  int is_max = !strcmp(ms, "max"), half = !strcmp(cts, "half_pixel");
-  if (!is_max && strcmp(ms, "avg")) return unsupported(c, n, "mode", ms);
-  if (!half && strcmp(cts, "output_half_pixel")) return unsupported(c, n, "coordinate_transformation_mode", cts);
-  int64_t oh = mg_attr_int(n, "output_height", 1), ow = mg_attr_int(n, "output_width", 1);
-  int64_t sr = mg_attr_int(n, "sampling_ratio", 0);
-  double ss = mg_attr_float(n, "spatial_scale", 1);
-  if (oh < 1 || ow < 1 || sr < 0) return it_fail(c, n, "bad output size or sampling_ratio");
+  roi_opts o;
+  const char *attr, *value, *err;
+  if (roi_read_opts(n, &o, &attr, &value)) return unsupported(c, n, attr, value);
+  if (o.oh < 1 || o.ow < 1 || o.sr < 0) return it_fail(c, n, "bad output size or sampling_ratio");
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3], R = rt->dims[0];
-  int64_t yd[4] = {R, C, oh, ow};
+  int64_t yd[4] = {R, C, o.oh, o.ow};
   mg_array *yt = it_out(c, n, out, 0, xt->dtype, 4, yd);
   if (!yt) return -1;
   double *x = it_f64(c, n, xt), *y = x ? mg_calloc((size_t)(it_numel(yt) + 1), sizeof(double)) : NULL;
@@ -244,53 +296,33 @@ static int roi_align(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue 
     return -1;
   }
   int rc = 0;
-  double off = half ? 0.5 : 0;
   for (int64_t r = 0; r < R && !rc; r++) {
     int64_t b = it_get_i64(bt, r);
     if (b < 0 || b >= N) {
       rc = it_fail(c, n, "batch index %lld out of range", (long long)b);
       break;
     }
-    double x0 = it_get_f64(rt, r * 4) * ss - off, y0 = it_get_f64(rt, r * 4 + 1) * ss - off;
-    double x1 = it_get_f64(rt, r * 4 + 2) * ss - off, y1 = it_get_f64(rt, r * 4 + 3) * ss - off;
-    double rw = x1 - x0, rh = y1 - y0;
-    if (!half) rw = fmax(rw, 1), rh = fmax(rh, 1);
-    double bh = rh / (double)oh, bw = rw / (double)ow;
-    if (!(fabs(bh) < 1e6 && fabs(bw) < 1e6 && fabs(x0) < 1e15 && fabs(y0) < 1e15)) {
-      rc = it_fail(c, n, "roi %lld is not finite or too large", (long long)r);
-      break;
-    }
-    int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
-    if (gh > 0 && gw > 0 && (double)gh * (double)gw > (double)(1 << 24)) {
-      mg_error(c->d, LIMIT, n->name, n->op_type, "roi %lld needs %lldx%lld samples per bin", (long long)r,
-               (long long)gh, (long long)gw);
+    double box[4] = {it_get_f64(rt, r * 4), it_get_f64(rt, r * 4 + 1), it_get_f64(rt, r * 4 + 2),
+                     it_get_f64(rt, r * 4 + 3)};
+    roi_grid g;
+    if (roi_grid_init(&o, box, &g, &err)) {
+      mg_error(c->d, LIMIT, n->name, n->op_type, "roi %lld: %s", (long long)r, err);
       rc = -1;
       break;
     }
-    double count = (double)(gh * gw > 1 ? gh * gw : 1);
     for (int64_t ch = 0; ch < C; ch++) {
       const double *p = x + (b * C + ch) * H * W;
-      for (int64_t ph = 0; ph < oh; ph++)
-        for (int64_t pw = 0; pw < ow; pw++) {
+      for (int64_t ph = 0; ph < o.oh; ph++)
+        for (int64_t pw = 0; pw < o.ow; pw++) {
           double acc = 0;
           int first = 1;
-          for (int64_t iy = 0; iy < gh; iy++) {
-            double yy = y0 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
-            for (int64_t ix = 0; ix < gw; ix++) {
-              double xx = x0 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
-              double v[4] = {0, 0, 0, 0};
-              if (H > 0 && W > 0 && yy >= -1.0 && yy <= (double)H && xx >= -1.0 && xx <= (double)W) {
-                double fy = yy <= 0 ? 0 : yy, fx = xx <= 0 ? 0 : xx;
-                int64_t yl = (int64_t)fy, xl = (int64_t)fx, yh, xh;
-                if (yl >= H - 1) yh = yl = H - 1, fy = (double)yl;
-                else yh = yl + 1;
-                if (xl >= W - 1) xh = xl = W - 1, fx = (double)xl;
-                else xh = xl + 1;
-                double ly = fy - (double)yl, lx = fx - (double)xl, hy = 1 - ly, hx = 1 - lx;
-                v[0] = hy * hx * p[yl * W + xl], v[1] = hy * lx * p[yl * W + xh];
-                v[2] = ly * hx * p[yh * W + xl], v[3] = ly * lx * p[yh * W + xh];
-              }
-              if (is_max) {
+          for (int64_t iy = 0; iy < g.gh; iy++)
+            for (int64_t ix = 0; ix < g.gw; ix++) {
+              int64_t idx[4];
+              double w[4], v[4];
+              roi_corners(&g, H, W, ph, pw, iy, ix, idx, w);
+              for (int k = 0; k < 4; k++) v[k] = w[k] * p[idx[k]];
+              if (o.is_max) {
                 double m = fmax(fmax(v[0], v[1]), fmax(v[2], v[3]));
                 acc = first ? m : fmax(acc, m);
                 first = 0;
@@ -298,8 +330,7 @@ static int roi_align(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue 
                 acc += v[0] + v[1] + v[2] + v[3];
               }
             }
-          }
-          y[((r * C + ch) * oh + ph) * ow + pw] = is_max ? acc : acc / count;
+          y[((r * C + ch) * o.oh + ph) * o.ow + pw] = o.is_max ? acc : acc / g.count;
         }
     }
   }

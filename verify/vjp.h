@@ -32,6 +32,7 @@ vjp_fn vjp_tensor;      /* vjp_tensor.c: data movement (Reshape ... Pad, Where),
 vjp_fn vjp_nn;          /* vjp_nn.c: Conv, pools, Batch/Layer/Group/Instance normalisation */
 vjp_fn vjp_linalg;      /* vjp_linalg.c: MatMul, Gemm */
 vjp_fn vjp_rnn;         /* vjp_rnn.c: LSTM */
+vjp_fn vjp_sample;      /* vjp_sample.c: Resize, RoiAlign */
 
 /* ---- helpers (vjp_util.c) ---- */
 
