@@ -36,6 +36,13 @@ static void need_runtime(cg_ctx *c) {
   cg_need(c, "sgemm.c"); /* conv.c calls mg_sgemm */
 }
 
+/* ... and the generic paths of every other dtype (mg_*_any, mg_cast, mg_isnan,
+ * mg_isinf), which a float32 model does not compile. */
+static void need_any(cg_ctx *c) {
+  need_runtime(c);
+  cg_need(c, "elementwise_any.c");
+}
+
 /* A broadcast walk: the coalesced output shape and each input's element strides. */
 typedef struct {
   int rank;
@@ -173,7 +180,7 @@ static void emit_unary_call(cg_ctx *c, const char *rt_op, const mg_value *x, con
     cg_line(c, "mg_unary_f32(%s, %lld, %s, %s, %s, %s);", rt_op, (long long)count, cg_in(c, x),
             cg_out(c, y), flit(fa, a), flit(fb, b));
   else
-    cg_line(c, "mg_unary_any(%s, %s, %lld, %s, %s, %s, %s);", rt_op, cg_rt_dtype(x->dtype),
+    need_any(c), cg_line(c, "mg_unary_any(%s, %s, %lld, %s, %s, %s, %s);", rt_op, cg_rt_dtype(x->dtype),
             (long long)count, cg_vin(c, x), cg_vout(c, y), flit(fa, a), flit(fb, b));
 }
 
@@ -263,7 +270,7 @@ static int emit_predicate(cg_ctx *c, const mg_node *n) {
     return cg_unsupported(c, n, "output must be bool of the input's shape");
   if (!is_float(x->dtype)) return cg_unsupported(c, n, "dtype %s", mg_dtype_name(x->dtype));
   if (cg_numel(y) == 0) return 0;
-  need_runtime(c);
+  need_any(c);
   if (n->op == MG_OP_IsNaN)
     cg_line(c, "mg_isnan(%s, %lld, %s, %s);", cg_rt_dtype(x->dtype), (long long)cg_numel(y),
             cg_vin(c, x), cg_out(c, y));
@@ -292,7 +299,7 @@ int cg_emit_Clip(cg_ctx *c, const mg_node *n) {
     cg_line(c, "mg_clip_f32(%lld, %s, %s, %s, %s);", (long long)cg_numel(y), cg_in(c, x),
             cg_out(c, y), lo ? cg_in(c, lo) : "NULL", hi ? cg_in(c, hi) : "NULL");
   else
-    cg_line(c, "mg_clip_any(%s, %lld, %s, %s, %s, %s);", cg_rt_dtype(x->dtype),
+    need_any(c), cg_line(c, "mg_clip_any(%s, %lld, %s, %s, %s, %s);", cg_rt_dtype(x->dtype),
             (long long)cg_numel(y), cg_vin(c, x), cg_vout(c, y), lo ? cg_vin(c, lo) : "NULL",
             hi ? cg_vin(c, hi) : "NULL");
   return 0;
@@ -308,7 +315,7 @@ static int emit_cast(cg_ctx *c, const mg_node *n, mg_dtype to) {
   if (y->dtype != to || cg_numel(x) != cg_numel(y))
     return cg_unsupported(c, n, "output type differs from the target type");
   if (cg_numel(y) == 0) return 0;
-  need_runtime(c);
+  need_any(c);
   cg_line(c, "mg_cast(%s, %s, %lld, %s, %s);", cg_rt_dtype(x->dtype), cg_rt_dtype(to),
           (long long)cg_numel(y), cg_vin(c, x), cg_vout(c, y));
   return 0;
@@ -324,13 +331,30 @@ int cg_emit_CastLike(cg_ctx *c, const mg_node *n) {
 /* ---------------------------------------------------------------- binary */
 
 /* Whether mg_binary_f32 computes rt_op (see mg_rt_elementwise.h). */
-static int f32_kernel_op(const char *rt_op) {
-  static const char *const ops[] = {"MG_BIN_ADD", "MG_BIN_SUB", "MG_BIN_MUL",
-                                    "MG_BIN_DIV", "MG_BIN_POW", "MG_BIN_FMOD",
-                                    "MG_BIN_MAX", "MG_BIN_MIN", "MG_BIN_PRELU"};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (!strcmp(ops[i], rt_op)) return 1;
-  return 0;
+
+
+/* The ops mg_binary_f32 computes (mg_rt_elementwise.h), each with the macro that
+ * selects its row (mg_rt_select.h). */
+static const char *const f32_binary_ops[][2] = {
+    {"MG_BIN_ADD", "MG_RT_USE_BIN_ADD"}, {"MG_BIN_SUB", "MG_RT_USE_BIN_SUB"},
+    {"MG_BIN_MUL", "MG_RT_USE_BIN_MUL"}, {"MG_BIN_DIV", "MG_RT_USE_BIN_DIV"},
+    {"MG_BIN_POW", "MG_RT_USE_BIN_POW"}, {"MG_BIN_FMOD", "MG_RT_USE_BIN_FMOD"},
+    {"MG_BIN_MAX", "MG_RT_USE_BIN_MAX"}, {"MG_BIN_MIN", "MG_RT_USE_BIN_MIN"},
+    {"MG_BIN_PRELU", "MG_RT_USE_BIN_PRELU"}};
+
+/* mg_binary_f32's selecting macro for rt_op, or NULL when it does not compute it. */
+static const char *f32_binary_macro(const char *rt_op) {
+  for (size_t i = 0; i < sizeof f32_binary_ops / sizeof f32_binary_ops[0]; i++)
+    if (!strcmp(f32_binary_ops[i][0], rt_op)) return f32_binary_ops[i][1];
+  return NULL;
+}
+
+static int f32_kernel_op(const char *rt_op) { return f32_binary_macro(rt_op) != NULL; }
+
+/* Selects mg_binary_f32's row for rt_op. */
+static void select_binary(cg_ctx *c, const char *rt_op) {
+  const char *m = f32_binary_macro(rt_op);
+  if (m) cg_select(c, m);
 }
 
 /* Emits out = a op b over the walk (strides of a, b in w->strides[ia], [ib]); a_expr
@@ -343,12 +367,14 @@ static int emit_binary_call(cg_ctx *c, const mg_node *n, const char *rt_op, cons
   const char *sa = cg_i64s(c, w->strides[ia], w->rank), *sb = cg_i64s(c, w->strides[ib], w->rank);
   char fa[40], fb[40];
   if (a->dtype == MG_F32 && b->dtype == MG_F32 && y->dtype == MG_F32 && f32_kernel_op(rt_op)) {
+    select_binary(c, rt_op);
     cg_line(c, "mg_binary_f32(%s, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s);", rt_op, w->rank, shape,
             a_expr ? a_expr : cg_in(c, a), sa, b_expr ? b_expr : cg_in(c, b), sb, cg_out(c, y),
             act->act, flit(fa, act->a), flit(fb, act->b));
   } else {
     if (strcmp(act->act, "MG_ACT_NONE"))
       return cg_unsupported(c, n, "fused activation on a non-float32 kernel");
+    need_any(c);
     cg_line(c, "mg_binary_any(%s, %s, %s, %s, %d, %s, %s, %s, %s, %s, %s);", rt_op,
             cg_rt_dtype(a->dtype), cg_rt_dtype(b->dtype), cg_rt_dtype(y->dtype), w->rank, shape,
             a_expr ? a_expr : cg_vin(c, a), sa, b_expr ? b_expr : cg_vin(c, b), sb, cg_vout(c, y));
@@ -542,10 +568,10 @@ static int emit_variadic(cg_ctx *c, const mg_node *n) {
     const char *shape = cg_i64s(c, &total, 1), *dense = cg_i64s(c, &one, 1), *bcast = cg_i64s(c, &zero, 1);
     const char *div = mean_divisor(c, y->dtype, cnt);
     if (y->dtype == MG_F32)
-      cg_line(c, "mg_binary_f32(MG_BIN_DIV, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s);", shape,
+      select_binary(c, "MG_BIN_DIV"), cg_line(c, "mg_binary_f32(MG_BIN_DIV, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s);", shape,
               cg_out(c, y), dense, div, bcast, cg_out(c, y), act.act, flit(fa, act.a), flit(fb, act.b));
     else
-      cg_line(c, "mg_binary_any(MG_BIN_DIV, %s, %s, %s, 1, %s, %s, %s, &%s, %s, %s);",
+      need_any(c), cg_line(c, "mg_binary_any(MG_BIN_DIV, %s, %s, %s, 1, %s, %s, %s, &%s, %s, %s);",
               cg_rt_dtype(y->dtype), cg_rt_dtype(y->dtype), cg_rt_dtype(y->dtype), shape,
               cg_vout(c, y), dense, div, bcast, cg_vout(c, y));
   }

@@ -83,6 +83,10 @@ const char *cg_scratch(cg_ctx *c, const char *floats_expr, ...)
 
 /* The runtime source file ("conv.c") the emitted calls need; each file once. */
 void cg_need(cg_ctx *c, const char *runtime_file);
+/* Selects kernel `macro` (MG_RT_USE_...: runtime/mg_rt_select.h) within a runtime
+ * file: a generated project compiles only the selected kernels of the files that
+ * select by it. `macro` must outlive the context (a literal or an arena string). */
+void cg_select(cg_ctx *c, const char *macro);
 
 /* The activation fused into this node's output (ops with CG_EPILOGUE only): fills
  * the mg_act enumerator name ("MG_ACT_RELU") and its two parameters. With no fused

@@ -59,6 +59,8 @@ struct cg_ctx {
   int n_scratch, scratch_cap;
   const char *needed[64]; /* runtime .c files */
   int n_needed;
+  const char *selected[64]; /* mg_rt_select.h macros: the kernels within files the model calls */
+  int n_selected;
   cg_place *place;        /* by value id */
   int *redirect;          /* by value id: the value whose storage it is written to, or -1 */
   const mg_node **act;    /* by node id: the fused activation node (NULL: none) */

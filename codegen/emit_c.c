@@ -1,6 +1,7 @@
 /* The C generator's driver: the pipeline of codegen.h and the services cg.h
  * promises the emitters. */
 #include "cg_internal.h"
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -381,6 +382,13 @@ void cg_need(cg_ctx *c, const char *file) {
   for (int i = 0; i < c->n_needed; i++)
     if (!strcmp(c->needed[i], file)) return;
   if (c->n_needed < (int)(sizeof c->needed / sizeof c->needed[0])) c->needed[c->n_needed++] = file;
+}
+
+void cg_select(cg_ctx *c, const char *macro) {
+  for (int i = 0; i < c->n_selected; i++)
+    if (!strcmp(c->selected[i], macro)) return;
+  assert(c->n_selected < (int)(sizeof c->selected / sizeof c->selected[0]));
+  c->selected[c->n_selected++] = macro;
 }
 
 int cg_unsupported(cg_ctx *c, const mg_node *n, const char *fmt, ...) {

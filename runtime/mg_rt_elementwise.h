@@ -67,7 +67,8 @@ typedef enum {
  * a_strides / b_strides (0 = broadcast); y is dense. op is one of ADD SUB MUL DIV
  * POW FMOD MAX MIN PRELU (MAX and MIN propagate NaN). act and its parameters are
  * as for mg_bias_act. The inner loops are specialised for inner strides (1, 1),
- * (1, 0) and (0, 1). */
+ * (1, 0) and (0, 1). Each op is compiled when mg_rt_select.h selects it
+ * (MG_RT_USE_BIN_<OP>); another op, or one not compiled, writes NaN. */
 void mg_binary_f32(mg_binop op, int rank, const int64_t *shape, const float *a,
                    const int64_t *a_strides, const float *b, const int64_t *b_strides,
                    float *y, mg_act act, float act_a, float act_b);
@@ -102,6 +103,14 @@ void mg_isnan(mg_rt_dtype t, int64_t n, const void *x, uint8_t *y);
 /* y[i] = x[i] is +inf and detect_positive, or -inf and detect_negative (IsInf). */
 void mg_isinf(mg_rt_dtype t, int64_t n, const void *x, uint8_t *y, int detect_negative,
               int detect_positive);
+
+/* Internal to the family (elementwise.c, elementwise_any.c): the broadcasting
+ * odometer. mg_rt_next_row advances idx over dims [0, rank-1) (the last dim is the
+ * row) and adds each input's step to off[k]; 0 once every row is done.
+ * mg_rt_count is the element count of shape. */
+int mg_rt_next_row(int rank, const int64_t *shape, int64_t *idx, int n_in, const int64_t *const *strides,
+                   int64_t *off);
+int64_t mg_rt_count(int rank, const int64_t *shape);
 
 #ifdef __cplusplus
 }

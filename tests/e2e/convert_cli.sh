@@ -88,6 +88,11 @@ check "the partial project builds, and its runner names the failure (exit 3)" ba
 check "--strict fails on it (exit 2)" status_is 2 "$MIGC" convert "$work/custom.onnx" -o "$work/custom2" --strict
 check "--strict passes a fully converted model" "$MIGC" convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 \
   --strict --target cpu -o "$work/strict_ok"
+check "tiny_cnn's project builds on one core in under 5 s (-O3)" bash -c \
+  "make -s -C '$out/cpu' clean >/dev/null && s=\$(date +%s%N) && taskset -c 0 make -s -j1 -C '$out/cpu' OPT=-O3 >/dev/null && \
+   ms=\$(( (\$(date +%s%N) - s) / 1000000 )) && echo \"built in \$ms ms\" && [ \$ms -lt 5000 ]"
+check "the generated runtime compiles only the selected elementwise kernels" bash -c \
+  "grep -q '^#define MG_RT_SELECT 1' '$out/cpu/runtime/mg_rt_select.h'"
 pf=$work/paramfree
 check "a parameter-free model converts (exit 0), says no checkpoint was written, and writes none" bash -c \
   "'$MIGC' convert '$work/custom.onnx' -o '$pf' 2>&1 | grep -q 'no parameters: no checkpoint written' && \
