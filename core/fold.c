@@ -83,11 +83,34 @@ static int fold_binary(mg_arena *a, mg_node *n, num *x, num *y) {
   int64_t cnt = mg_shape_numel(&o->shape);
   int flt = x->is_float || y->is_float;
   int cmp = mg_op_get(n->op)->shape_rule == MG_SH_COMPARE;
+  /* float32 operands (float32 output, or a comparison of float32 values) */
+  int f32 = flt && (cmp ? x->dt == MG_F32 && y->dt == MG_F32 : o->dtype == MG_F32);
   int64_t *ri = mg_arena_alloc(a, sizeof(int64_t) * (size_t)(cnt + 1));
   double *rf = mg_arena_alloc(a, sizeof(double) * (size_t)(cnt + 1));
   if (!ri || !rf) return -1;
   for (int64_t k = 0; k < cnt; k++) {
     int64_t ix = bcast(&o->shape, &x->shape, k), iy = bcast(&o->shape, &y->shape, k);
+    if (flt && f32) {
+      /* float32 arithmetic, each operation rounded as the exporter's graph rounds
+       * it: a detection model's resize target (scale * size, then Ceil) must come
+       * out as torch computed it, not as float64 would */
+      volatile float p = (float)getf(x, ix), q = (float)getf(y, iy), r;
+      switch (n->op) {
+      case MG_OP_Add: r = p + q; break;
+      case MG_OP_Sub: r = p - q; break;
+      case MG_OP_Mul: r = p * q; break;
+      case MG_OP_Div: r = p / q; break;
+      case MG_OP_Pow: r = powf(p, q); break;
+      case MG_OP_Max: r = p > q ? p : q; break;
+      case MG_OP_Min: r = p < q ? p : q; break;
+      default: r = 0; break; /* comparisons: below, exact in double */
+      }
+      if (!cmp) {
+        rf[k] = r;
+        ri[k] = isfinite(r) ? mg_f2i(r) : 0;
+        continue;
+      }
+    }
     if (flt) {
       double p = getf(x, ix), q = getf(y, iy), r;
       switch (n->op) {
@@ -157,8 +180,8 @@ static int fold_unary(mg_arena *a, mg_node *n, num *x) {
       case MG_OP_Abs: r = fabs(p); break;
       case MG_OP_Floor: r = floor(p); break;
       case MG_OP_Ceil: r = ceil(p); break;
-      case MG_OP_Sqrt: r = sqrt(p); break;
-      case MG_OP_Reciprocal: r = 1.0 / p; break;
+      case MG_OP_Sqrt: r = o->dtype == MG_F32 ? (double)sqrtf((float)p) : sqrt(p); break;
+      case MG_OP_Reciprocal: r = o->dtype == MG_F32 ? (double)(1.0f / (float)p) : 1.0 / p; break;
       case MG_OP_Round: r = nearbyint(p); break;
       case MG_OP_Sign: r = (p > 0) - (p < 0); break;
       default: return 0;
@@ -436,7 +459,20 @@ int fold_node(mg_node *n) {
   }
   case MG_OP_ReduceProd: case MG_OP_ReduceSum: case MG_OP_ReduceMax: case MG_OP_ReduceMin: {
     /* Only whole-tensor reductions (the shape-arithmetic case). */
-    if (cnt != 1 || x[0].n < 1 || x[0].is_float) goto done;
+    if (cnt != 1 || x[0].n < 1) goto done;
+    if (x[0].is_float) { /* in the input's precision, in element order */
+      double r = x[0].f[0];
+      for (int64_t k = 1; k < x[0].n; k++) {
+        double p = x[0].f[k];
+        if (n->op == MG_OP_ReduceMax) r = p > r || p != p ? p : r;
+        else if (n->op == MG_OP_ReduceMin) r = p < r || p != p ? p : r;
+        else if (x[0].dt == MG_F32) r = n->op == MG_OP_ReduceProd ? (double)((float)r * (float)p)
+                                                                  : (double)((float)r + (float)p);
+        else r = n->op == MG_OP_ReduceProd ? r * p : r + p;
+      }
+      rc = store(out, o, NULL, &r, 1);
+      goto done;
+    }
     int64_t r = x[0].i[0];
     for (int64_t k = 1; k < x[0].n; k++) {
       int64_t p = x[0].i[k];
