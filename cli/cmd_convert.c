@@ -94,6 +94,39 @@ static double converted_rate(const char *json_path, const char *t) {
   return rate;
 }
 
+/* --strict's message for target t: the nodes it cannot take, named (the first
+ * eight), from the CPU emitter's diagnostics (cpu) or the coverage report. */
+static void strict_names_cpu(const mg_diags *d) {
+  int n = 0;
+  fprintf(stderr, "migc convert: --strict: not converted for cpu:");
+  for (size_t i = 0; i < d->count; i++) {
+    const mg_diag *g = &d->items[i];
+    if (g->code != MG_D_UNSUPPORTED || !g->node) continue;
+    if (n++ < 8) fprintf(stderr, "%s '%s' (%s)", n > 1 ? "," : "", g->node, g->op ? g->op : "?");
+  }
+  fprintf(stderr, n > 8 ? " and %d more\n" : "\n", n - 8);
+}
+
+static void strict_names_coverage(const char *json_path, const char *t) {
+  json_t *j = json_load_file(json_path, 0, NULL);
+  json_t *ops = json_object_get(json_array_get(json_object_get(j, "models"), 0), "ops");
+  size_t i, k;
+  json_t *o, *name;
+  int n = 0;
+  fprintf(stderr, "migc convert: --strict: not mappable to %s:", t);
+  json_array_foreach(ops, i, o) {
+    const char *st = json_string_value(json_object_get(json_object_get(o, "status"), t));
+    if (!st || !strcmp(st, "supported") || !strcmp(st, "decomposed")) continue;
+    json_array_foreach(json_object_get(o, "nodes"), k, name) {
+      if (n++ < 8)
+        fprintf(stderr, "%s '%s' (%s, %s)", n > 1 ? "," : "", json_string_value(name),
+                json_string_value(json_object_get(o, "op")), st);
+    }
+  }
+  fprintf(stderr, n > 8 ? " and %d more\n" : "\n", n - 8);
+  json_decref(j);
+}
+
 /* Writes OUTDIR/convert.json (atomically): what was converted and how, so that
  * `migc verify OUTDIR` finds the source model again. 0 or -1. */
 static int write_convert_json(const char *outdir, const char *model, const char *weights, const char *key,
@@ -288,7 +321,10 @@ int cmd_convert(int argc, char **argv) {
           r.n_nodes, r.n_folded, r.n_bn_folded, r.n_fused, r.n_inplace, r.n_unsupported, r.arena_bytes, r.lower_bound,
           r.lower_bound ? (double)r.arena_bytes / (double)r.lower_bound : 1.0, r.weights_bytes, t_import - t0,
           t_cpu - t_import);
-  if (strict && want[0] && r.n_unsupported) rc = EXIT_BAD_INPUT;
+  if (strict && want[0] && r.n_unsupported) {
+    strict_names_cpu(&d);
+    rc = EXIT_BAD_INPUT;
+  }
   if (strict && weights && unbound) {
     fprintf(stderr, "migc convert: --strict: %d graph initializers are bound to no tensor of %s (warned above)\n",
             unbound, weights);
@@ -330,7 +366,10 @@ int cmd_convert(int argc, char **argv) {
       double rate = converted_rate(cov_json, names[t]);
       fprintf(stderr, "convert: %s: %.1f%% of nodes mappable (coverage.md); emitter not built yet, nothing written\n",
               names[t], rate < 0 ? 0 : 100 * rate);
-      if (strict && want[t] && rate < 1) rc = EXIT_BAD_INPUT;
+      if (strict && want[t] && rate < 1) {
+        strict_names_coverage(cov_json, names[t]);
+        rc = EXIT_BAD_INPUT;
+      }
     }
   }
   if (write_convert_json(outdir, model, weights, key, targets, &o, cpu_only, ov, n_ov)) {

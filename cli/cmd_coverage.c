@@ -46,7 +46,7 @@ static const char *suggestion(map_status s, int t) {
     return t == MAP_TARGET_CPU ? "add a CPU runtime kernel" : t == MAP_TARGET_ASCEND ? "custom op (Ascend C kernel)" : "custom op (ops.Custom)";
   case MAP_UNSUPPORTED_ATTR: return "add a rule for this attribute value, or a custom op";
   case MAP_UNSUPPORTED_DTYPE: return "cast around the op, or add a rule for this dtype";
-  case MAP_DYNAMIC_SHAPE: return "fix the input shape with --input-shape";
+  case MAP_DYNAMIC_SHAPE: return "fix the input shape with --input-shape, unless the reason says it depends on the data";
   default: return "";
   }
 }

@@ -23,11 +23,15 @@ const char *cg_source_dir(void) {
   return e && *e ? e : MIGC_SOURCE_DIR;
 }
 
+/* The dims of an input or output. A scalar, and a value whose rank inference could
+ * not derive (rank -1: its producer was not converted, and the runtime refuses to
+ * run the model), get a one-element array: C has no empty or negative arrays. */
 static void io_shape_decl(cg_ctx *c, cg_buf *b, const char *p, const char *kind, int i, const mg_value *v) {
   (void)c;
-  cg_buf_printf(b, "static const int64_t %s_%s%d_shape[%d] = {", p, kind, i, v->shape.rank ? v->shape.rank : 1);
-  for (int k = 0; k < v->shape.rank; k++) cg_buf_printf(b, "%s%lld", k ? ", " : "", (long long)v->shape.d[k].v);
-  cg_buf_printf(b, "%s};\n", v->shape.rank ? "" : "0");
+  const int r = v->shape.rank;
+  cg_buf_printf(b, "static const int64_t %s_%s%d_shape[%d] = {", p, kind, i, r > 0 ? r : 1);
+  for (int k = 0; k < r; k++) cg_buf_printf(b, "%s%lld", k ? ", " : "", (long long)v->shape.d[k].v);
+  cg_buf_printf(b, "%s};\n", r > 0 ? "" : "0");
 }
 
 /* "const T" for an input parameter's element type ("const char *const" for

@@ -419,10 +419,18 @@ static int value_ok(cg_ctx *c, const mg_node *n, const mg_value *v) {
                           v->name, n->op_type) + 1;
   if (v->shape.rank < 0 || !mg_shape_is_static(&v->shape) || v->shape_declared) {
     char buf[128];
-    mg_error(c->d, UNSUPPORTED, n->name, n->op_type,
-             "cpu: dynamic-shape: value '%s' has shape %s%s; give --input-shape or fix the export", v->name,
-             mg_shape_str(&v->shape, buf, sizeof buf),
-             v->shape_declared ? " only as the model declares it (it depends on run-time values)" : "");
+    const mg_node *origin = mg_data_dependent_origin(v);
+    if (origin)
+      mg_error(c->d, UNSUPPORTED, n->name, n->op_type,
+               "cpu: dynamic-shape: value '%s' has shape %s, a length that depends on the data ('%s', %s): "
+               "--input-shape cannot fix it, and the C backend has static shapes, so the node is reported "
+               "and not converted",
+               v->name, mg_shape_str(&v->shape, buf, sizeof buf), origin->name, origin->op_type);
+    else
+      mg_error(c->d, UNSUPPORTED, n->name, n->op_type,
+               "cpu: dynamic-shape: value '%s' has shape %s%s; give --input-shape or fix the export", v->name,
+               mg_shape_str(&v->shape, buf, sizeof buf),
+               v->shape_declared ? " only as the model declares it (it depends on run-time values)" : "");
     c->cur_failed = 1;
     return 0;
   }

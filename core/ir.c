@@ -380,3 +380,39 @@ int mg_scope_module(const char *node_name, char *out, size_t n) {
   }
   return (int)len;
 }
+
+static int length_from_data(mg_op op) {
+  return op == MG_OP_NonZero || op == MG_OP_Unique || op == MG_OP_NonMaxSuppression || op == MG_OP_Compress ||
+         op == MG_OP_If || op == MG_OP_Loop || op == MG_OP_Scan;
+}
+
+const mg_node *mg_data_dependent_origin(const mg_value *v) {
+  if (!v || !v->producer) return NULL;
+  const mg_graph *g = v->producer->graph;
+  int n = g->n_values;
+  char *seen = mg_calloc((size_t)n + 1, 1);
+  const mg_value **stack = mg_malloc(sizeof *stack * ((size_t)n + 1));
+  const mg_node *found = NULL;
+  int top = 0;
+  if (!seen || !stack) goto done; /* out of memory: no origin known, the generic advice stands */
+  stack[top++] = v;
+  while (top && !found) {
+    const mg_value *x = stack[--top];
+    const mg_node *p = x->producer;
+    if (!p || p->graph != g) continue;
+    if (length_from_data(p->op)) {
+      found = p;
+      break;
+    }
+    for (int k = 0; k < p->n_in; k++) {
+      const mg_value *u = p->in[k];
+      if (!u || u->id < 0 || u->id >= n || seen[u->id]) continue;
+      seen[u->id] = 1;
+      stack[top++] = u;
+    }
+  }
+done:
+  mg_free(seen);
+  mg_free(stack);
+  return found;
+}

@@ -217,6 +217,12 @@ const mg_attr *mg_node_attr(const mg_node *n, const char *name);
  * "" for a node without scope; returns the length, or -1 (and "") when the path
  * does not fit in out[n]. */
 int mg_scope_module(const char *node_name, char *out, size_t n);
+
+/* The node upstream of v (v's producer included) whose output length depends on
+ * the values it reads rather than on shapes: NonZero, Unique, NonMaxSuppression,
+ * Compress, or control flow (If, Loop, Scan). NULL when there is none in v's
+ * graph: then an unknown dim of v is one --input-shape can fix. */
+const mg_node *mg_data_dependent_origin(const mg_value *v);
 int64_t mg_attr_int(const mg_node *n, const char *name, int64_t dflt);
 float mg_attr_float(const mg_node *n, const char *name, float dflt);
 const char *mg_attr_str(const mg_node *n, const char *name, const char *dflt);

@@ -166,8 +166,13 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
   case REQ_STATIC:
     if (x && mg_shape_is_static(&x->shape) && !x->shape_declared) return 1;
     *status = MAP_DYNAMIC_SHAPE;
-    snprintf(why, wn, x && x->shape_declared ? "input shape is only declared: it depends on run-time values"
-                                             : "input shape is not static");
+    const mg_node *origin = mg_data_dependent_origin(x);
+    if (origin)
+      snprintf(why, wn, "input length depends on the data (%s '%s'): --input-shape cannot fix it",
+               origin->op_type, origin->name);
+    else
+      snprintf(why, wn, x && x->shape_declared ? "input shape is only declared: it depends on run-time values"
+                                               : "input shape is not static: give --input-shape");
     return 0;
   }
   return 1;

@@ -86,6 +86,10 @@ check "the partial project builds, and its runner names the failure (exit 3)" ba
   "make -s -C '$cus/cpu' WERROR=-Werror && /usr/bin/python3 -c \"import numpy; numpy.save('$work/x.npy', numpy.ones((2,3), 'float32'))\" && \
   { '$cus/cpu/runner' --input x='$work/x.npy' --output-dir '$work/o_c' 2> '$work/c.err'; [ \$? -eq 3 ]; } && grep -q 'could not convert' '$work/c.err'"
 check "--strict fails on it (exit 2)" status_is 2 "$MIGC" convert "$work/custom.onnx" -o "$work/custom2" --strict
+check "--strict names the node it fails on" bash -c \
+  "'$MIGC' convert '$work/custom.onnx' -o '$work/custom3' --strict 2>&1 | grep -q \"strict: not converted for cpu: 'mystery' (Frobnicate)\""
+check "--strict --target mindspore names the node MindSpore cannot take" bash -c \
+  "'$MIGC' convert '$work/custom.onnx' -o '$work/custom4' --strict --target mindspore 2>&1 | grep -q \"strict: not mappable to mindspore: 'mystery'\""
 check "--strict passes a fully converted model" "$MIGC" convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 \
   --strict --target cpu -o "$work/strict_ok"
 check "tiny_cnn's project builds on one core in under 5 s (-O3)" bash -c \
