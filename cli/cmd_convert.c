@@ -161,10 +161,9 @@ static int bind_weights(const wt_source *src, mg_model *m, wt_binding *b, int nb
                         mg_diags *d) {
   if (wt_bind_apply(src, m, b, nb, d)) return -1;
   int differ = 0, assumed = 0, worst = -1;
-  for (int i = 0; i < nb; i++)
-    if (b[i].kind == WT_UNBOUND)
-      mg_warn(d, GRAPH, b[i].init->name, NULL, "graph initializer bound to no tensor of %s: the export's "
-              "value is used", weights);
+  char what[PATH_MAX + 64];
+  snprintf(what, sizeof what, "no tensor of %s stands for it, so the export's value is used", weights);
+  wt_warn_unbound(b, nb, what, d);
   for (int i = 0; i < nb; i++) {
     if (!b[i].by_structure || b[i].kind == WT_UNBOUND) continue;
     differ++;

@@ -1,12 +1,13 @@
 #include "bind.h"
 #include "arena.h"
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 const char *wt_bind_kind_name(wt_bind_kind k) {
   static const char *const names[] = {"unbound", "name", "value", "transpose",
-                                      "bn-fold-weight", "bn-fold-bias", "constant", "scope"};
+                                      "bn-fold-weight", "bn-fold-bias", "constant", "scope", "derived"};
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -170,6 +171,42 @@ static int try_fold_bias(bind_ctx *c, const mg_value *init, const double *iv, co
   return ok;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A constant torch's exporter computed from one parameter by moving elements
+ * (swin's relative position bias, gathered from relative_position_bias_table by a
+ * buffer of indices, then folded): every value of it is a value of that source
+ * tensor, exactly, and it is not all zeros. It is bound as WT_DERIVED: named, not
+ * recomputed from the source. */
+static int try_derived(bind_ctx *c, const mg_value *init, const double *iv, wt_binding *b) {
+  int64_t n = mg_shape_numel(&init->shape);
+  int nonzero = 0;
+  for (int64_t k = 0; k < n; k++) nonzero |= iv[k] != 0;
+  if (n < 2 || !nonzero) return 0;
+  for (int i = 0; i < wt_count(c->s); i++) {
+    const wt_tensor *t = wt_get(c->s, i);
+    int64_t m = wt_numel(t);
+    if (m < 2 || m > (1 << 22) || !mg_dtype_is_float(t->dtype)) continue;
+    const double *sv = cached(c, i);
+    if (!sv) continue;
+    double *sorted = mg_malloc(sizeof(double) * (size_t)m);
+    if (!sorted) return -1;
+    memcpy(sorted, sv, sizeof(double) * (size_t)m);
+    qsort(sorted, (size_t)m, sizeof(double), cmp_double);
+    int all = 1;
+    for (int64_t k = 0; k < n && all; k++) all = bsearch(&iv[k], sorted, (size_t)m, sizeof(double), cmp_double) != NULL;
+    mg_free(sorted);
+    if (all) {
+      b->kind = WT_DERIVED, b->src = t;
+      return 0;
+    }
+  }
+  return 0;
+}
+
 static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
   *b = (wt_binding){.init = init};
   const wt_tensor *named = wt_find(c->s, init->name);
@@ -198,8 +235,10 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
     if (same_dims(init, t)) {
       const double *sv = cached(c, i);
       if (sv && close_enough(sv, iv, n, &b->max_err)) b->kind = WT_BY_VALUE, b->src = t;
-    } else if (t->rank == 2 && init->shape.rank == 2 && t->dims[0] == init->shape.d[1].v &&
-               t->dims[1] == init->shape.d[0].v) {
+    }
+    /* a square matrix may equal its source transposed (Linear as MatMul) */
+    if (!b->src && t->rank == 2 && init->shape.rank == 2 && t->dims[0] == init->shape.d[1].v &&
+        t->dims[1] == init->shape.d[0].v) {
       const double *sv = cached(c, i);
       if (!sv) continue;
       double *tr = mg_malloc(sizeof(double) * (size_t)(n + 1));
@@ -210,6 +249,7 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
       mg_free(tr);
     }
   }
+  /* 5. (below) a constant the exporter derived from a parameter */
   /* 4. a Conv weight with a BatchNorm folded in */
   if (!b->src && !rc && init->shape.rank >= 3) {
     int slot;
@@ -219,6 +259,7 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
       if (r < 0) rc = -1;
     }
   }
+  if (!b->src && !rc && b->kind == WT_UNBOUND) rc = try_derived(c, init, iv, b);
   mg_free(iv);
   return rc;
 }
@@ -482,7 +523,7 @@ int wt_bind_apply(const wt_source *s, mg_model *m, wt_binding *b, int nb, mg_dia
   for (int i = 0; i < nb; i++) {
     wt_binding *x = &b[i];
     mg_dtype dt = x->init->dtype;
-    if (x->kind == WT_UNBOUND || x->kind == WT_CONSTANT ||
+    if (x->kind == WT_UNBOUND || x->kind == WT_CONSTANT || x->kind == WT_DERIVED ||
         (dt != MG_F32 && dt != MG_F64 && dt != MG_F16 && dt != MG_BF16))
       continue;
     if (x->src && wt_numel(x->src) != init_numel(x->init)) continue; /* never: bound shapes agree */
@@ -508,4 +549,25 @@ int wt_bind_apply(const wt_source *s, mg_model *m, wt_binding *b, int nb, mg_dia
     x->max_err = err;
   }
   return 0;
+}
+
+void wt_warn_unbound(const wt_binding *b, int nb, const char *what, mg_diags *d) {
+  int n = 0;
+  for (int i = 0; i < nb; i++) n += b[i].kind == WT_UNBOUND;
+  if (n <= 4) {
+    for (int i = 0; i < nb; i++)
+      if (b[i].kind == WT_UNBOUND) mg_warn(d, GRAPH, b[i].init->name, NULL, "graph initializer bound to no source tensor: %s", what);
+    return;
+  }
+  char names[512] = "";
+  size_t k = 0;
+  int shown = 0;
+  for (int i = 0; i < nb && shown < 4; i++)
+    if (b[i].kind == WT_UNBOUND) {
+      int w = snprintf(names + k, sizeof names - k, "%s'%.100s'", shown ? ", " : "", b[i].init->name);
+      if (w > 0 && (size_t)w < sizeof names - k) k += (size_t)w;
+      shown++;
+    }
+  mg_warn(d, GRAPH, NULL, NULL, "%d graph initializers bound to no source tensor (%s and %d more; weight_map.json lists "
+          "them): %s", n, names, n - shown, what);
 }

@@ -17,8 +17,11 @@ typedef enum {
   WT_BN_FOLD_WEIGHT,/* conv weight with a BatchNorm folded in */
   WT_BN_FOLD_BIAS,  /* conv bias with a BatchNorm folded in */
   WT_CONSTANT,      /* not a parameter: an integer or shape constant */
-  WT_BY_SCOPE       /* named by its consumer's torch scope (/layer1/layer1.0/conv1/Conv
+  WT_BY_SCOPE,      /* named by its consumer's torch scope (/layer1/layer1.0/conv1/Conv
                        reads layer1.0.conv1.weight), same shape, values not compared */
+  WT_DERIVED        /* every value is one of src's: a constant the exporter computed
+                       from that parameter by moving elements (a folded Gather);
+                       named, not recomputed */
 } wt_bind_kind;
 
 typedef struct {
@@ -55,6 +58,11 @@ int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out,
  * with the source's weights. The data lives in m's arena; each binding's max_err
  * becomes the largest difference from the export's data. 0, or -1 recorded. */
 int wt_bind_apply(const wt_source *s, mg_model *m, wt_binding *b, int nb, mg_diags *d);
+
+/* Warns about the initializers b[0..nb) left unbound, naming them: one warning
+ * each when there are at most four, else one warning naming the first four and
+ * counting the rest. `what` ends the message ("the export's value is used"). */
+void wt_warn_unbound(const wt_binding *b, int nb, const char *what, mg_diags *d);
 
 /* Module types that the graph shows for source tensors (BatchNormalization ->
  * BatchNorm1d/2d/3d by rank, LayerNormalization -> LayerNorm, Gather data ->

@@ -182,11 +182,14 @@ int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m,
       st->by_structure += binds[b].by_structure;
       if (binds[b].kind == WT_UNBOUND) {
         unbound++;
-        if (!o->quiet_unbound) mg_warn(d, GRAPH, binds[b].init->name, NULL, "graph initializer bound to no source tensor");
+
       } else if (binds[b].kind == WT_CONSTANT) constants++;
       else bound++;
     }
     json_object_set_new(map, "initializers", inits);
+    if (!o->quiet_unbound)
+      wt_warn_unbound(binds, n_binds, "nothing in the checkpoint stands for it (a constant the exporter computed "
+                                      "from parameters, or a tensor the source lacks)", d);
     st->bound = bound, st->unbound = unbound, st->constants = constants;
   }
   if (!rc && wt_ckpt_commit(w)) rc = -1;

@@ -48,7 +48,7 @@ for mode in default preserve; do
     "$CMP" "$work/${mode}_nopth/run/output.npy" "$fx/resnet18_stale_output.npy"
   check "$mode: a .pth without fc.bias: exit 0 and a warning naming the initializer" \
     bash -c "'$MIGC' convert '$onnx' --input-shape input=1x3x64x64 -o '$work/${mode}_mb' --cpu-only \
-      --weights '$fx/resnet18_missing_bias.pth' 2>&1 | grep -q \"'fc.bias': graph initializer bound to no tensor of\""
+      --weights '$fx/resnet18_missing_bias.pth' 2>&1 | grep -q \"'fc.bias': graph initializer bound to no source tensor: no tensor of\""
   check "$mode: ... and --strict exits 2" \
     bash -c "'$MIGC' convert '$onnx' --input-shape input=1x3x64x64 -o '$work/${mode}_mbs' --strict \
       --weights '$fx/resnet18_missing_bias.pth' > /dev/null 2>&1; [ \$? -eq 2 ]"
