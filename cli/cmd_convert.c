@@ -183,6 +183,20 @@ static int bind_weights(const wt_source *src, mg_model *m, wt_binding *b, int nb
   return 0;
 }
 
+/* The binding step of convert's preparation (mg_prepare_with). */
+typedef struct {
+  const wt_source *src;
+  const char *weights; /* --weights, or NULL: the graph's own initializers */
+  wt_binding *binds;
+  int n_binds;
+} bind_step;
+
+static int bind_step_run(mg_model *m, void *ctx, mg_diags *d) {
+  bind_step *b = ctx;
+  if (wt_bind(b->src, m, &b->binds, &b->n_binds, d)) return -1;
+  return b->weights ? bind_weights(b->src, m, b->binds, b->n_binds, b->weights, d) : 0;
+}
+
 /* Without --weights the checkpoint names are the export's initializer names: say
  * so once when they are the anonymous ones of a constant-folded export. */
 static void warn_anonymous_names(const mg_model *m, mg_diags *d) {
@@ -286,23 +300,23 @@ int cmd_convert(int argc, char **argv) {
   wt_binding *binds = NULL;
   int n_binds = 0, rc = EXIT_OK;
   double t0 = seconds();
-  /* import and prepare once; every target works on this one model */
+  /* import and prepare once; every target works on this one model. The weights
+   * every output is made of (--weights, else the graph's own initializers) are
+   * bound before constant folding, so that what folding computes from them (an
+   * LSTM's sliced gates in a PRESERVE export) is computed from the .pth. */
   if (!onnx_import(model, &d, &m)) m->derive_shapes_only = 1;
-  if (!m || mg_prepare(m, ov, n_ov, &d)) {
+  if (m && (weights ? weights_open(weights, key, &src, &d) : onnx_weights_open(m, &src, &d))) {
     rc = EXIT_BAD_INPUT;
     goto done;
   }
+  bind_step bs = {src, weights, NULL, 0};
+  if (!m || mg_prepare_with(m, ov, n_ov, bind_step_run, &bs, &d)) {
+    binds = bs.binds;
+    rc = EXIT_BAD_INPUT;
+    goto done;
+  }
+  binds = bs.binds, n_binds = bs.n_binds;
   double t_import = seconds();
-  /* the weights every output is made of: --weights bound to the graph, or the
-   * graph's own initializers */
-  if (weights ? weights_open(weights, key, &src, &d) : onnx_weights_open(m, &src, &d)) {
-    rc = EXIT_BAD_INPUT;
-    goto done;
-  }
-  if (wt_bind(src, m, &binds, &n_binds, &d) || (weights && bind_weights(src, m, binds, n_binds, weights, &d))) {
-    rc = EXIT_BAD_INPUT;
-    goto done;
-  }
   int unbound = 0;
   for (int i = 0; i < n_binds; i++) unbound += binds[i].kind == WT_UNBOUND;
   char cpu_dir[PATH_MAX];

@@ -206,10 +206,20 @@ int ir_verify(mg_model *m, mg_diags *d) {
 #endif
 
 int mg_prepare(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d) {
+  return mg_prepare_with(m, ov, n_ov, NULL, NULL, d);
+}
+
+int mg_prepare_with(mg_model *m, const mg_shape_override *ov, int n_ov,
+                    int (*before_fold)(mg_model *m, void *ctx, mg_diags *d), void *ctx, mg_diags *d) {
   if (VERIFY(m, d)) return -1;
   /* Identity first: an Identity that aliases a weight must not be folded into a
    * copy of it, and weight binding follows the alias to the real initializer. */
   if (pass_eliminate_identity(m) < 0 || VERIFY(m, d)) goto fail;
+  if (before_fold) {
+    ir_count_uses(m);
+    int rc = before_fold(m, ctx, d);
+    if (rc) return rc;
+  }
   if (ir_infer_shapes(m, ov, n_ov, d)) return -1;
   if (pass_fold_constants(m) < 0 || VERIFY(m, d)) goto fail;
   if (pass_dce(m) < 0 || VERIFY(m, d)) goto fail;

@@ -23,4 +23,12 @@ int ir_verify(mg_model *m, mg_diags *d);
 /* The whole preparation pipeline every command runs after import: inference, then
  * the passes, with ir_verify between them in debug builds. */
 int mg_prepare(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d);
+
+/* mg_prepare with a step between Identity elimination and shape inference:
+ * before_fold(m, ctx, d) sees every initializer as imported, still read by the
+ * nodes that read it (weight binding puts a .pth's tensors into the graph there,
+ * so that constant folding computes with them). A non-zero return stops
+ * preparation with that status. */
+int mg_prepare_with(mg_model *m, const mg_shape_override *ov, int n_ov,
+                    int (*before_fold)(mg_model *m, void *ctx, mg_diags *d), void *ctx, mg_diags *d);
 #endif

@@ -7,7 +7,8 @@
 
 const char *wt_bind_kind_name(wt_bind_kind k) {
   static const char *const names[] = {"unbound", "name", "value", "transpose",
-                                      "bn-fold-weight", "bn-fold-bias", "constant", "scope", "derived"};
+                                      "bn-fold-weight", "bn-fold-bias", "constant", "scope", "rnn-gates",
+                                      "derived"};
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -207,6 +208,58 @@ static int try_derived(bind_ctx *c, const mg_value *init, const double *iv, wt_b
   return 0;
 }
 
+/* ONNX gate block g of an LSTM (i,o,f,c) or GRU (z,r,h) is torch's block
+ * rnn_block(gru, g) (LSTM i,f,g,o; GRU r,z,n). */
+static int rnn_block(int gru, int g) {
+  static const int lstm[4] = {0, 3, 1, 2}, gru3[3] = {1, 0, 2};
+  return gru ? gru3[g] : lstm[g];
+}
+
+/* dst (nblocks*H rows of `row` values) = src's blocks in ONNX order. */
+static void rnn_reorder(int gru, const double *src, int64_t H, int64_t row, double *dst) {
+  int nb = gru ? 3 : 4;
+  for (int g = 0; g < nb; g++)
+    memcpy(dst + (size_t)(g * H * row), src + (size_t)(rnn_block(gru, g) * H * row), sizeof(double) * (size_t)(H * row));
+}
+
+/* An ONNX LSTM/GRU W (slot 1), R (slot 2) or B (slot 3) of one direction: the
+ * torch tensors whose reordered values equal it. */
+static int try_rnn(bind_ctx *c, const mg_node *u, int slot, const mg_value *init, const double *iv, wt_binding *b) {
+  int gru = u->op == MG_OP_GRU, nb = gru ? 3 : 4;
+  if (init->shape.rank < 2 || init->shape.d[0].v != 1) return 0; /* one direction */
+  int64_t rows = init->shape.d[1].v, n = mg_shape_numel(&init->shape);
+  int64_t H = slot == 3 ? rows / (2 * nb) : rows / nb, row = slot == 3 ? 1 : init->shape.d[2].v;
+  if (H <= 0 || (slot == 3 && init->shape.rank != 2) || (slot != 3 && init->shape.rank != 3)) return 0;
+  double *tmp = mg_malloc(sizeof(double) * (size_t)(n + 1));
+  if (!tmp) return -1;
+  const char *want = slot == 1 ? "weight_ih_l" : slot == 2 ? "weight_hh_l" : "bias_ih_l";
+  int found = 0;
+  for (int i = 0; i < wt_count(c->s) && !found; i++) {
+    const wt_tensor *t = wt_get(c->s, i);
+    const char *l = leaf(t->name);
+    if (strncmp(l, want, strlen(want)) || strstr(l, "reverse") || wt_numel(t) * (slot == 3 ? 2 : 1) != n) continue;
+    const double *sv = cached(c, i);
+    if (!sv) continue;
+    rnn_reorder(gru, sv, H, row, tmp);
+    const wt_tensor *hh = NULL;
+    if (slot == 3) { /* B = [Wb; Rb]: bias_ih then the same layer's bias_hh */
+      char name[2048];
+      snprintf(name, sizeof name, "%.*sbias_hh_l%s", (int)(l - t->name), t->name, l + strlen(want));
+      hh = wt_find(c->s, name);
+      const double *hv = hh && wt_numel(hh) * 2 == n ? cached(c, index_of(c->s, hh)) : NULL;
+      if (!hv) continue;
+      rnn_reorder(gru, hv, H, 1, tmp + n / 2);
+    }
+    double err;
+    if (close_enough(tmp, iv, n, &err)) {
+      *b = (wt_binding){.init = init, .kind = WT_RNN_GATES, .src = t, .max_err = err, .src2 = hh, .gru = gru};
+      found = 1;
+    }
+  }
+  mg_free(tmp);
+  return 0;
+}
+
 static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
   *b = (wt_binding){.init = init};
   const wt_tensor *named = wt_find(c->s, init->name);
@@ -249,7 +302,13 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
       mg_free(tr);
     }
   }
-  /* 5. (below) a constant the exporter derived from a parameter */
+  /* 5. an ONNX LSTM/GRU weight, its gates reordered from torch's */
+  if (!b->src && !rc) {
+    int slot;
+    const mg_node *u = consumer(c->g, init, &slot);
+    if (u && (u->op == MG_OP_LSTM || u->op == MG_OP_GRU) && slot >= 1 && slot <= 3) rc = try_rnn(c, u, slot, init, iv, b);
+  }
+  /* 6. (below) a constant the exporter derived from a parameter */
   /* 4. a Conv weight with a BatchNorm folded in */
   if (!b->src && !rc && init->shape.rank >= 3) {
     int slot;
@@ -313,6 +372,33 @@ static int following_bn(const wt_source *s, const char *taken, const wt_tensor *
   return 0;
 }
 
+/* An ONNX LSTM/GRU W, R or B by its node's scope: the k-th such node of module
+ * `lstm` is torch's layer k (lstm.weight_ih_lK ...), one direction only. */
+static int rnn_by_scope(bind_ctx *c, const mg_node *u, int slot, const mg_value *init, const char *taken,
+                        wt_binding *x) {
+  char path[1024], name[1200];
+  if (mg_scope_module(u->name, path, sizeof path) <= 0 || init->shape.rank < 2 || init->shape.d[0].v != 1) return 0;
+  int layer = 0;
+  for (int i = 0; i < c->g->n_nodes && c->g->nodes[i] != u; i++) {
+    char p2[1024];
+    const mg_node *w = c->g->nodes[i];
+    if (w->op == u->op && mg_scope_module(w->name, p2, sizeof p2) > 0 && !strcmp(p2, path)) layer++;
+  }
+  static const char *const leaves[] = {"weight_ih_l", "weight_hh_l", "bias_ih_l"};
+  snprintf(name, sizeof name, "%s.%s%d", path, leaves[slot - 1], layer);
+  const wt_tensor *t = wt_find(c->s, name), *hh = NULL;
+  if (!is_free(taken, c->s, t)) return 0;
+  if (slot == 3) {
+    snprintf(name, sizeof name, "%s.bias_hh_l%d", path, layer);
+    hh = wt_find(c->s, name);
+    if (!is_free(taken, c->s, hh) || wt_numel(hh) != wt_numel(t)) return 0;
+  }
+  if (wt_numel(t) * (hh ? 2 : 1) != init_numel(init)) return 0;
+  *x = (wt_binding){.init = init, .kind = WT_RNN_GATES, .src = t, .by_structure = 1, .src2 = hh,
+                    .gru = u->op == MG_OP_GRU};
+  return 1;
+}
+
 /* Binds the initializers the value passes left unbound, by name or scope. */
 static int bind_by_structure(bind_ctx *c, wt_binding *b, int nb) {
   const wt_source *s = c->s;
@@ -345,6 +431,13 @@ static int bind_by_structure(bind_ctx *c, wt_binding *b, int nb) {
       int slot, transposed;
       const mg_node *u = consumer(c->g, init, &slot);
       char path[1024], name[1100];
+      if (pass == 1 && u && (u->op == MG_OP_LSTM || u->op == MG_OP_GRU) && slot >= 1 && slot <= 3) {
+        if (rnn_by_scope(c, u, slot, init, taken, x)) {
+          taken[index_of(s, x->src)] = 1;
+          if (x->src2) taken[index_of(s, x->src2)] = 1;
+        }
+        continue;
+      }
       const char *lf = u ? param_leaf(u, slot, &transposed) : NULL;
       int conv = u && (u->op == MG_OP_Conv || u->op == MG_OP_ConvTranspose);
       if (!lf || conv != (pass == 2) || mg_scope_module(u->name, path, sizeof path) <= 0) continue;
@@ -493,6 +586,22 @@ static double *bound_values(const wt_source *s, const wt_binding *x, mg_diags *d
         for (int64_t k = 0; k < per; k++) v[o * per + k] = src[o * per + k] * bn[0][o] / sqrt(bn[3][o] + x->eps);
       break;
     }
+    case WT_RNN_GATES: {
+      int nb = x->gru ? 3 : 4;
+      int64_t half = x->src2 ? n / 2 : n, row = x->init->shape.rank == 3 ? x->init->shape.d[2].v : 1;
+      int64_t H = half / (nb * row);
+      rnn_reorder(x->gru, src, H, row, v);
+      if (x->src2) {
+        double *hh = src_f64(s, x->src2, d);
+        if (!hh) {
+          ok = 0;
+          break;
+        }
+        rnn_reorder(x->gru, hh, H, 1, v + half);
+        mg_free(hh);
+      }
+      break;
+    }
     case WT_BN_FOLD_BIAS:
       for (int64_t o = 0; o < n; o++)
         v[o] = ((src ? src[o] : 0) - bn[2][o]) * bn[0][o] / sqrt(bn[3][o] + x->eps) + bn[1][o];
@@ -526,7 +635,7 @@ int wt_bind_apply(const wt_source *s, mg_model *m, wt_binding *b, int nb, mg_dia
     if (x->kind == WT_UNBOUND || x->kind == WT_CONSTANT || x->kind == WT_DERIVED ||
         (dt != MG_F32 && dt != MG_F64 && dt != MG_F16 && dt != MG_BF16))
       continue;
-    if (x->src && wt_numel(x->src) != init_numel(x->init)) continue; /* never: bound shapes agree */
+    if (x->src && wt_numel(x->src) * (x->src2 ? 2 : 1) != init_numel(x->init)) continue; /* never: shapes agree */
     mg_value *init = (mg_value *)x->init;
     double *v = bound_values(s, x, d);
     size_t es = mg_dtype_size(init->dtype);

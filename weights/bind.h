@@ -19,6 +19,9 @@ typedef enum {
   WT_CONSTANT,      /* not a parameter: an integer or shape constant */
   WT_BY_SCOPE,      /* named by its consumer's torch scope (/layer1/layer1.0/conv1/Conv
                        reads layer1.0.conv1.weight), same shape, values not compared */
+  WT_RNN_GATES,     /* an ONNX LSTM/GRU W, R or B: torch's weight_ih_lK / weight_hh_lK
+                       (B: bias_ih_lK then src2 = bias_hh_lK) with the gate blocks
+                       reordered (LSTM i,f,g,o -> i,o,f,c; GRU r,z,n -> z,r,h) */
   WT_DERIVED        /* every value is one of src's: a constant the exporter computed
                        from that parameter by moving elements (a folded Gather);
                        named, not recomputed */
@@ -36,6 +39,8 @@ typedef struct {
                                  fine-tuned .pth with a stale export), or eps was assumed */
   int eps_assumed;            /* folds bound by structure: eps taken from another fold of
                                  the model, or torch's default 1e-5 */
+  const wt_tensor *src2;      /* WT_RNN_GATES of a B: bias_hh_lK */
+  int gru;                    /* WT_RNN_GATES: 1 for GRU's block order, 0 for LSTM's */
 } wt_binding;
 
 const char *wt_bind_kind_name(wt_bind_kind k);

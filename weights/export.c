@@ -118,7 +118,7 @@ int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m,
     json_object_set_new(j, "mindspore", e->ms_name ? json_string(e->ms_name) : json_null());
     const char *init = NULL, *how = NULL;
     for (int b = 0; b < n_binds; b++)
-      if (binds[b].src == t || (binds[b].kind == WT_BN_FOLD_WEIGHT && (binds[b].bn[0] == t || binds[b].bn[1] == t ||
+      if (binds[b].src == t || binds[b].src2 == t || (binds[b].kind == WT_BN_FOLD_WEIGHT && (binds[b].bn[0] == t || binds[b].bn[1] == t ||
                                                                         binds[b].bn[2] == t || binds[b].bn[3] == t))) {
         init = binds[b].init->name;
         how = wt_bind_kind_name(binds[b].kind);

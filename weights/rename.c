@@ -238,6 +238,17 @@ static const char *pattern_type(const wt_source *s, const wt_tensor *t) {
   return NULL;
 }
 
+/* Whether t is a module's only tensor and a 2-D "weight": the shape of both an
+ * Embedding and a bias-free Linear, whose MindSpore names differ. */
+static int lone_matrix_weight(const wt_source *s, const wt_tensor *t) {
+  if (t->rank != 2 || strcmp(leaf_of(t->name), "weight") || leaf_of(t->name) == t->name) return 0;
+  for (int i = 0; i < wt_count(s); i++) {
+    const wt_tensor *u = wt_get(s, i);
+    if (u != t && same_prefix(u->name, t->name)) return 0;
+  }
+  return 1;
+}
+
 static char *regex_apply(const name_rule *nr, const char *in) {
   regmatch_t m[10];
   if (regexec(&nr->re, in, 10, m, 0)) return NULL;
@@ -281,6 +292,11 @@ int wt_plan(const wt_source *s, const wt_rules *r, const wt_type_hint *hints, in
         e->type_from = WT_TYPE_GRAPH;
       }
     if (!e->module_type && (e->module_type = pattern_type(s, t))) e->type_from = WT_TYPE_PATTERN;
+    if (!hints && !e->module_type && lone_matrix_weight(s, t))
+      mg_warn(d, GRAPH, t->name, NULL,
+              "a lone 2-D weight is an nn.Embedding (MindSpore 'embedding_table') or a bias-free nn.Linear "
+              "('weight'), and the parameters cannot tell which: kept as '%s'; --graph MODEL.onnx resolves it",
+              leaf_of(t->name));
     const module_rule *mr = e->module_type ? find_module(r, e->module_type) : NULL;
     const char *leaf = leaf_of(t->name);
     char name[2048];

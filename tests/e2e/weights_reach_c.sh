@@ -53,5 +53,20 @@ for mode in default preserve; do
     bash -c "'$MIGC' convert '$onnx' --input-shape input=1x3x64x64 -o '$work/${mode}_mbs' --strict \
       --weights '$fx/resnet18_missing_bias.pth' > /dev/null 2>&1; [ \$? -eq 2 ]"
 done
+# seq_lstm: ONNX LSTM weights are torch's gates reordered and packed (issue 11 item 7)
+for mode in default preserve; do
+  check "seq_lstm $mode: weights --graph binds every graph initializer" bash -c \
+    "'$MIGC' weights '$fx/seq_lstm.pth' --graph '$fx/seq_lstm_$mode.onnx' -o '$work/sl_$mode.ckpt' 2>&1 | \
+     grep -qE 'binding: ([0-9]+) of \\1 graph initializers bound \\(0 constants, 0 unbound\\)'"
+  check "seq_lstm $mode: a fine-tuned .pth reaches the C (gates reordered from the .pth)" bash -c \
+    "'$MIGC' convert '$fx/seq_lstm_$mode.onnx' --weights '$fx/seq_lstm_finetuned.pth' -o '$work/sl_$mode' --cpu-only \
+       >/dev/null 2>&1 && make -s -C '$work/sl_$mode/cpu' >/dev/null 2>&1 && \
+     '$work/sl_$mode/cpu/runner' --input input='$fx/seq_lstm_tokens.npy' --output-dir '$work/sl_$mode/run' >/dev/null && \
+     '$CMP' \$(ls '$work/sl_$mode/run/'*.npy) '$fx/seq_lstm_finetuned_output.npy'"
+done
+check "weights without --graph names each lone 2-D weight as ambiguous (Embedding or Linear)" bash -c \
+  "'$MIGC' weights '$fx/embedding.pth' -o '$work/emb.ckpt' 2>&1 > /dev/null | grep -c 'nn.Embedding .* or a bias-free nn.Linear' | grep -qx 2"
+check "... and names emb.weight" bash -c \
+  "'$MIGC' weights '$fx/embedding.pth' -o '$work/emb2.ckpt' 2>&1 | grep -q \"'emb.weight': a lone 2-D weight\""
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
