@@ -371,9 +371,20 @@ int cmd_convert(int argc, char **argv) {
     cli_report(&d);
     mg_diags_free(&d);
     mg_diags_init(&d);
-    char *cargv[] = {"coverage", (char *)model, "--format", "json", "-o", cov_json, NULL};
-    char *margv[] = {"coverage", (char *)model, "--format", "md", "-o", cov_md, NULL};
-    if (cmd_coverage(6, cargv) || cmd_coverage(6, margv)) rc = rc ? rc : EXIT_BAD_INPUT;
+    /* the same input shapes as the conversion, so the report says what was done */
+    char *cargv[80] = {"coverage", (char *)model, "--format", "json", "-o", cov_json};
+    char *margv[80] = {"coverage", (char *)model, "--format", "md", "-o", cov_md};
+    char shape_args[32][300];
+    int ca = 6;
+    for (int i = 0; i < n_ov; i++) {
+      char buf[256];
+      snprintf(shape_args[i], sizeof shape_args[i], "%s=%s", ov[i].name, mg_shape_str(&ov[i].shape, buf, sizeof buf));
+      cargv[ca] = margv[ca] = "--input-shape";
+      cargv[ca + 1] = margv[ca + 1] = shape_args[i];
+      ca += 2;
+    }
+    cargv[ca] = margv[ca] = NULL;
+    if (cmd_coverage(ca, cargv) || cmd_coverage(ca, margv)) rc = rc ? rc : EXIT_BAD_INPUT;
     const char *names[3] = {"cpu", "ascend", "mindspore"};
     for (int t = 1; t < 3; t++) {
       double rate = converted_rate(cov_json, names[t]);

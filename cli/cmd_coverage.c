@@ -17,7 +17,7 @@
 static void help(FILE *f) {
   fprintf(f,
           "usage: migc coverage MODEL.onnx... [--target cpu,ascend,mindspore] [--format md|json|html]\n"
-          "                     [-o FILE] [--rules R.xml]...\n"
+          "                     [-o FILE] [--rules R.xml]... [--input-shape NAME=DIMS]...\n"
           "\n"
           "Maps every node of every model for every target and reports, per op: its count,\n"
           "its status on each target (supported, decomposed, unsupported-op,\n"
@@ -30,6 +30,7 @@ static void help(FILE *f) {
           "  --format F      md (default, for pull requests), json (docs/coverage-schema.json)\n"
           "                  or html (one self-contained page)\n"
           "  -o FILE         write there (atomically) instead of stdout\n"
+          "  --input-shape N=DIMS  fix graph input N's shape, as convert does (repeatable)\n"
           "  --rules R.xml   extra rules, overriding the built-in ones for the ops they name\n");
 }
 
@@ -305,7 +306,9 @@ int cmd_coverage(int argc, char **argv) {
   }
   report r = {{1, 1, 1}, NULL, 0};
   const char *format = "md", *out = NULL, *models[4096], *user_rules[16];
-  int n_models = 0, n_rules = 0;
+  int n_models = 0, n_rules = 0, n_ov = 0;
+  mg_shape_override ov[32];
+  char ov_names[32][256];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
@@ -330,6 +333,18 @@ int cmd_coverage(int argc, char **argv) {
         return EXIT_BAD_INPUT;
       }
     } else if (!strcmp(a, "-o") && more) out = argv[++i];
+    else if (!strcmp(a, "--input-shape") && more && n_ov < 32) {
+      const char *eq = strchr(argv[++i], '=');
+      size_t len = eq ? (size_t)(eq - argv[i]) : 0;
+      if (!eq || !len || len >= sizeof ov_names[0] || mg_shape_parse(eq + 1, &ov[n_ov].shape)) {
+        fprintf(stderr, "migc coverage: --input-shape wants NAME=1x3x224x224, got '%s'\n", argv[i]);
+        return EXIT_BAD_INPUT;
+      }
+      memcpy(ov_names[n_ov], argv[i], len); /* argv stays as given: convert passes it twice */
+      ov_names[n_ov][len] = 0;
+      ov[n_ov].name = ov_names[n_ov];
+      n_ov++;
+    }
     else if (!strcmp(a, "--rules") && more && n_rules < 16) user_rules[n_rules++] = argv[++i];
     else if (a[0] == '-') {
       fprintf(stderr, "migc coverage: unknown option or missing value: '%s'\n", a);
@@ -375,7 +390,7 @@ int cmd_coverage(int argc, char **argv) {
   }
   for (int i = 0; i < n_models; i++) {
     if (n_models > 1) fprintf(stderr, "coverage: [%d/%d] %s\n", i + 1, n_models, models[i]);
-    if (coverage_analyze(models[i], rs, &r.models[i], &d)) rc = EXIT_BAD_INPUT;
+    if (coverage_analyze_shaped(models[i], ov, n_ov, rs, &r.models[i], &d)) rc = EXIT_BAD_INPUT;
     r.n_models++;
   }
   FILE *f = stdout;

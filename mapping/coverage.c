@@ -19,6 +19,11 @@ static int in_graph(const mg_graph *g, const mg_node *n) {
 }
 
 int coverage_analyze(const char *path, rule_set *const rs[MAP_TARGET_COUNT], cov_model *cm, mg_diags *d) {
+  return coverage_analyze_shaped(path, NULL, 0, rs, cm, d);
+}
+
+int coverage_analyze_shaped(const char *path, const mg_shape_override *ov, int n_ov,
+                            rule_set *const rs[MAP_TARGET_COUNT], cov_model *cm, mg_diags *d) {
   mg_model *m = NULL;
   size_t first = d->count;
   if (onnx_import(path, d, &m)) {
@@ -30,7 +35,7 @@ int coverage_analyze(const char *path, rule_set *const rs[MAP_TARGET_COUNT], cov
     cm->error = mg_arena_strdup(&cm->arena, line);
     return -1;
   }
-  int rc = coverage_analyze_model(m, path, NULL, 0, rs, cm, d);
+  int rc = coverage_analyze_model(m, path, ov, n_ov, rs, cm, d);
   mg_model_free(m);
   return rc;
 }

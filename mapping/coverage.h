@@ -28,6 +28,9 @@ typedef struct {
  * point). Returns 0, or -1 when the model cannot be read (cm->error says why). The
  * rule sets are indexed by target; rs[MAP_TARGET_CPU] is unused. */
 int coverage_analyze(const char *path, rule_set *const rs[MAP_TARGET_COUNT], cov_model *cm, mg_diags *d);
+/* The same with input shapes fixed as `migc convert --input-shape` fixes them. */
+int coverage_analyze_shaped(const char *path, const mg_shape_override *ov, int n_ov,
+                            rule_set *const rs[MAP_TARGET_COUNT], cov_model *cm, mg_diags *d);
 /* The same over an imported model that has not been prepared yet: it runs
  * mg_prepare (with the shape overrides) on m, which the caller keeps and frees.
  * Node names are copied, so cm outlives m. */

@@ -68,6 +68,7 @@ typedef struct {
   const mg_graph *g;
   double **cache; /* per source tensor: values as double, loaded on demand */
   char *loaded;
+  double **sorted; /* per source tensor: its values sorted (try_derived), on demand */
 } bind_ctx;
 
 static const double *cached(bind_ctx *c, int i) {
@@ -172,6 +173,10 @@ static int try_fold_bias(bind_ctx *c, const mg_value *init, const double *iv, co
   return ok;
 }
 
+/* Derived constants are position tables and biases: small. Larger initializers
+ * and source tensors are not searched. */
+enum { DERIVED_MAX = 1 << 16 };
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -182,29 +187,32 @@ static int cmp_double(const void *a, const void *b) {
  * buffer of indices, then folded): every value of it is a value of that source
  * tensor, exactly, and it is not all zeros. It is bound as WT_DERIVED: named, not
  * recomputed from the source. */
-static int try_derived(bind_ctx *c, const mg_value *init, const double *iv, wt_binding *b) {
+static int try_derived(bind_ctx *c, const mg_value *init, wt_binding *b) {
   int64_t n = mg_shape_numel(&init->shape);
+  if (n < 2 || n > DERIVED_MAX) return 0;
+  double *iv = init_f64(init);
+  if (!iv) return -1;
   int nonzero = 0;
   for (int64_t k = 0; k < n; k++) nonzero |= iv[k] != 0;
-  if (n < 2 || !nonzero) return 0;
-  for (int i = 0; i < wt_count(c->s); i++) {
+  for (int i = 0; i < wt_count(c->s) && nonzero; i++) {
     const wt_tensor *t = wt_get(c->s, i);
     int64_t m = wt_numel(t);
-    if (m < 2 || m > (1 << 22) || !mg_dtype_is_float(t->dtype)) continue;
-    const double *sv = cached(c, i);
-    if (!sv) continue;
-    double *sorted = mg_malloc(sizeof(double) * (size_t)m);
-    if (!sorted) return -1;
-    memcpy(sorted, sv, sizeof(double) * (size_t)m);
-    qsort(sorted, (size_t)m, sizeof(double), cmp_double);
+    if (m < 2 || m > DERIVED_MAX || !mg_dtype_is_float(t->dtype)) continue;
+    if (!c->sorted[i]) { /* each source tensor sorted once */
+      const double *sv = cached(c, i);
+      if (!sv || !(c->sorted[i] = mg_malloc(sizeof(double) * (size_t)m))) continue;
+      memcpy(c->sorted[i], sv, sizeof(double) * (size_t)m);
+      qsort(c->sorted[i], (size_t)m, sizeof(double), cmp_double);
+    }
     int all = 1;
-    for (int64_t k = 0; k < n && all; k++) all = bsearch(&iv[k], sorted, (size_t)m, sizeof(double), cmp_double) != NULL;
-    mg_free(sorted);
+    for (int64_t k = 0; k < n && all; k++)
+      all = bsearch(&iv[k], c->sorted[i], (size_t)m, sizeof(double), cmp_double) != NULL;
     if (all) {
       b->kind = WT_DERIVED, b->src = t;
-      return 0;
+      break;
     }
   }
+  mg_free(iv);
   return 0;
 }
 
@@ -318,7 +326,6 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
       if (r < 0) rc = -1;
     }
   }
-  if (!b->src && !rc && b->kind == WT_UNBOUND) rc = try_derived(c, init, iv, b);
   mg_free(iv);
   return rc;
 }
@@ -478,9 +485,10 @@ int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out,
   *out = NULL;
   *n_out = 0;
   wt_binding *b = mg_calloc((size_t)g->n_inits + 1, sizeof *b);
-  bind_ctx c = {s, d, g, mg_calloc((size_t)wt_count(s) + 1, sizeof(double *)), mg_calloc((size_t)wt_count(s) + 1, 1)};
+  bind_ctx c = {s, d, g, mg_calloc((size_t)wt_count(s) + 1, sizeof(double *)), mg_calloc((size_t)wt_count(s) + 1, 1),
+                mg_calloc((size_t)wt_count(s) + 1, sizeof(double *))};
   int rc = 0, nb = 0;
-  if (!b || !c.cache || !c.loaded) {
+  if (!b || !c.cache || !c.loaded || !c.sorted) {
     mg_error(d, OOM, NULL, NULL, "out of memory");
     rc = -1;
   }
@@ -509,6 +517,14 @@ int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out,
     mg_error(d, OOM, NULL, NULL, "out of memory");
     rc = -1;
   }
+  /* last: what neither values nor structure bound may be derived from a parameter */
+  for (int i = 0; i < nb && !rc; i++)
+    if (b[i].kind == WT_UNBOUND && mg_dtype_is_float(b[i].init->dtype) && try_derived(&c, b[i].init, &b[i])) {
+      mg_error(d, OOM, NULL, NULL, "out of memory");
+      rc = -1;
+    }
+  for (int i = 0; c.sorted && i < wt_count(s); i++) mg_free(c.sorted[i]);
+  mg_free(c.sorted);
   for (int i = 0; c.cache && i < wt_count(s); i++) mg_free(c.cache[i]);
   mg_free(c.cache);
   mg_free(c.loaded);

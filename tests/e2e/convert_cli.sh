@@ -99,7 +99,7 @@ check "the generated runtime compiles only the selected elementwise kernels" bas
   "grep -q '^#define MG_RT_SELECT 1' '$out/cpu/runtime/mg_rt_select.h'"
 pf=$work/paramfree
 check "a parameter-free model converts (exit 0), says no checkpoint was written, and writes none" bash -c \
-  "'$MIGC' convert '$work/custom.onnx' -o '$pf' 2>&1 | grep -q 'no parameters: no checkpoint written' && \
+  "'$MIGC' convert '$work/custom.onnx' -o '$pf' > '$work/pf.log' 2>&1; grep -q 'no parameters: no checkpoint written' '$work/pf.log' && \
    [ ! -e '$pf/model.ckpt' ] && [ -s '$pf/cpu/model.c' ] && [ -s '$pf/coverage.json' ]"
 check "without --weights, anonymous checkpoint names are warned about" bash -c \
   "'$MIGC' convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 -o '$work/anon' 2>&1 | \
