@@ -484,6 +484,7 @@ static int unsqueeze(infer_ctx *c, mg_node *n) {
 }
 
 static int concat(infer_ctx *c, mg_node *n) {
+  if (!mg_node_attr(n, "axis")) return bad(c, n, "Concat requires the attribute 'axis'");
   int64_t axis = mg_attr_int(n, "axis", 0);
   mg_shape s = unknown_rank();
   mg_dtype dt = MG_UNDEFINED;

@@ -210,6 +210,10 @@ int mg_graph_push_list(mg_graph *g, mg_value ***list, int *count, mg_value *v);
 /* Attributes. */
 const mg_attr *mg_node_attr(const mg_node *n, const char *name);
 
+/* The newest default-domain opset whose op forms migc knows (ONNX 1.16); a model
+ * importing a newer one is refused, never read with older semantics. */
+#define MG_MAX_OPSET 21
+
 /* The torch module path of a node from the scope name torch's exporter gives it,
  * "/layer2/layer2.0/downsample/downsample.0/Conv" -> "layer2.0.downsample.0": the
  * last component is the op; a component that extends the previous one ("layer1"

@@ -1057,6 +1057,12 @@ static int import_model(import_ctx *c, const Onnx__ModelProto *mp, const onnx_sl
     if (!m->opsets[m->n_opsets].domain) return OOM(c);
     m->opsets[m->n_opsets].version = mp->opset_import[i]->version;
     if (!*dom) m->opset = mp->opset_import[i]->version;
+    if (!*dom && (m->opset < 1 || m->opset > MG_MAX_OPSET)) {
+      /* ops of a newer opset may mean something else than the forms migc knows */
+      mg_error(c->d, UNSUPPORTED, NULL, NULL, "opset %lld of the default domain: migc knows opsets 1 to %d",
+               (long long)m->opset, MG_MAX_OPSET);
+      return -1;
+    }
     m->n_opsets++;
   }
   if (m->opset < 0 && mp->ir_version >= 3 && mp->n_opset_import == 0) {

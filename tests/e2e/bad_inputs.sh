@@ -189,6 +189,8 @@ else
 dangling.onnx ghost
 cycle.onnx cycle
 unknown_domain.onnx com.example.undeclared
+future_opset.onnx opset
+concat_no_axis.onnx axis
 external_missing.onnx external
 external_escape.onnx leaves the model
 empty.onnx -
