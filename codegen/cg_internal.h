@@ -71,6 +71,15 @@ struct cg_ctx {
   int n_buffers;
   size_t arena_bytes, lower_bound, weights_bytes;
   char *bounded;          /* by value id: a graph output of run-time length (max shape planned) */
+  /* Values of run-time length (cg_dynamic.c): planned at their maximum shape. */
+  int *rd_off;            /* by value id: index of its dim 0 in model_run's rd[], or -1 */
+  unsigned *rd_mask;      /* by value id: bit k set when dim k varies at run time */
+  const char ***rd_expr;  /* by value id: each dim's C expression (NULL: its emitter sets it) */
+  char *dyn_node;         /* by node id: a cg_dyn_kind (it reads or writes a value of run-time length) */
+  const char **dyn_guard; /* by node id: a C condition under which the node cannot run */
+  int64_t (*vbound)[8];   /* by value id: upper bounds of a small int tensor's elements */
+  char *n_vbound;         /* by value id: how many of them are known (0: none) */
+  int n_rd;
   int uses_string_pool;   /* an emitter called cg_string_pool */
   const mg_node *cur;     /* node being emitted */
   int cur_failed;
@@ -93,6 +102,21 @@ int cg_plan(cg_ctx *c, cg_report *r);
  * fit the arena, offsets are aligned, and the arena is not under the lower bound.
  * Records an internal-error diagnostic and returns -1 when one breaks. */
 int cg_plan_verify(const cg_ctx *c, mg_diags *d);
+/* How cg_dynamic.c emits a node: not at all (DYN_NONE), the op's own kernel over
+ * the largest shapes (POSITIONWISE), a kernel of its own that reads the actual
+ * dims (OWN), or reported (FAILED: dyn_guard holds why). */
+typedef enum { DYN_NONE = 0, DYN_POSITIONWISE = 1, DYN_OWN = 2, DYN_FAILED = 3 } cg_dyn_kind;
+/* Gives every value of run-time length its maximum shape, its rd[] slots and the
+ * expressions of its dims (cg_dynamic.c); values it has no rule for keep their
+ * open shapes, and the driver reports their nodes. 0, or -1 on OOM. */
+int cg_bound_dynamic(cg_ctx *c);
+/* Emits a node marked in dyn_node: 0, or -1 after cg_unsupported. */
+int cg_emit_dynamic(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *));
+/* Whether v's max layout is its dense layout at any run-time dims: at most one
+ * axis varies, and every axis before it has length 1. */
+int cg_dyn_dense(const cg_ctx *c, const mg_value *v);
+/* The actual element count of a dense value (dynamic or static), as C. */
+const char *cg_dyn_numel(cg_ctx *c, const mg_value *v);
 /* Writes every file of the project; model_c is the finished model.c text. */
 int cg_write_project(cg_ctx *c, const char *dir, const char *model_c, const char *model_h);
 /* The text of model.c (returned) and of model.h (*model_h), both mg_malloc'd;

@@ -3,7 +3,8 @@
  *  - If with a constant condition is replaced by the taken branch, inlined.
  *  - If with a run-time condition, when both branches give tensors of the same
  *    dtype and static shape, inlines both and selects with Where (branches have
- *    no side effects, so computing both is only a cost).
+ *    no side effects, so computing both is only a cost); when their shapes differ
+ *    or are known only at run time, it selects with MigcSelect (ops.def).
  *  - Scan (opset >= 9) with a static scan length is unrolled: each scan input is
  *    split into slices, the body inlined once per iteration with the state
  *    threaded through, and the per-iteration outputs stacked with Concat.
@@ -113,11 +114,26 @@ static int lower_if(cg_rw *w, mg_node *n) {
     return 1;
   }
   if (cond->dtype != MG_BOOL || mg_shape_numel(&cond->shape) != 1) return 0;
+  int same = 1;
   for (int k = 0; k < n->n_out; k++) {
     const mg_value *t = tb->outputs[k], *e = eb->outputs[k];
-    if (t->dtype != e->dtype || !cg_rw_same_shape(&t->shape, &e->shape) || cond->shape.rank > t->shape.rank) return 0;
+    if (t->dtype != e->dtype || t->vtype != MG_VT_TENSOR || e->vtype != MG_VT_TENSOR) return 0;
+    if (!cg_rw_same_shape(&t->shape, &e->shape) || !mg_shape_is_static(&t->shape) ||
+        cond->shape.rank > t->shape.rank)
+      same = 0;
+    if (!n->out[k]) return 0;
   }
   if (inline_body(w, tb, NULL, tr) || inline_body(w, eb, NULL, er)) return 0;
+  if (!same) {
+    /* branches of different (or run-time) shapes: a MigcSelect, whose output has a
+     * run-time length that codegen/cg_dynamic.c plans at the larger branch */
+    mg_value *in[129];
+    if (n->n_out > 64) return 0;
+    in[0] = cond;
+    for (int k = 0; k < n->n_out; k++) in[1 + k] = tr[k], in[1 + n->n_out + k] = er[k];
+    cg_rw_node(w, MG_OP_MigcSelect, n->name, 1 + 2 * n->n_out, in, n->n_out, n->out);
+    return 1;
+  }
   for (int k = 0; k < n->n_out; k++) {
     if (!n->out[k]) continue;
     mg_value *in[3] = {cond, tr[k], er[k]};

@@ -106,6 +106,7 @@ int cg_fuse(cg_ctx *c, cg_report *r) {
         !p->out[0] || p->out[0]->dtype != MG_F32 || graph_output_index(g, p->out[0]) >= 0)
       continue;
     mg_value *x = p->out[0];
+    if (c->dyn_node[i]) continue; /* its dims are set after its own kernel */
     mg_node *a = only_reader(g, x, i);
     if (a && a->in[0] == x && fusable_act(a)) {
       c->act[i] = a;

@@ -108,7 +108,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   size_t pool_bytes = !c->uses_string_pool ? 0 : c->o->string_pool_bytes ? c->o->string_pool_bytes : (size_t)1 << 20;
   int n_out_dims = cg_out_dims_offset(g, g->n_outputs);
   int any_bounded = 0;
-  for (int j = 0; j < g->n_outputs; j++) any_bounded |= c->bounded[g->outputs[j]->id];
+  for (int j = 0; j < g->n_outputs; j++)
+    any_bounded |= c->bounded[g->outputs[j]->id] || c->rd_off[g->outputs[j]->id] >= 0;
 
   /* ---- model.h ---- */
   cg_buf_printf(&h,
@@ -285,6 +286,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  A = m->arena;\n  W = m->weights;\n  (void)A;\n  (void)W;\n  (void)in;\n  (void)out;\n"
                 "  (void)trace;\n  (void)tctx;\n  m->strings.used = 0;\n",
                 p, p, P);
+  /* the actual dims of the values of run-time length (codegen/cg_dynamic.c) */
+  if (c->n_rd) cg_buf_printf(&b, "  int64_t rd[%d];\n", c->n_rd);
   if (c->body.s) cg_buf_printf(&b, "%s", c->body.s);
   cg_buf_printf(&b, "  return MG_RT_OK;\n}\n\n");
   cg_buf_printf(&b,

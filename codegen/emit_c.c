@@ -441,7 +441,7 @@ static int value_ok(cg_ctx *c, const mg_node *n, const mg_value *v) {
 static int check_node(cg_ctx *c, const mg_node *n) {
   for (int i = 0; i < n->n_attr; i++)
     if (n->attr[i].kind == MG_ATTR_GRAPH) return !cg_unsupported(c, n, "control flow (subgraphs) is not supported");
-  if (!cg_is_view(n) && !emitter_of(n->op))
+  if (!cg_is_view(n) && !emitter_of(n->op) && c->dyn_node[n->id] != DYN_OWN)
     return !cg_unsupported(c, n, "no CPU kernel for %s%s%s", *n->domain ? n->domain : "", *n->domain ? "::" : "",
                            n->op_type);
   if (n->op == MG_OP_Dropout) {
@@ -482,9 +482,28 @@ static void emit_copy(cg_ctx *c, const mg_value *dst, const mg_value *src) {
   if (n) cg_line(c, "memcpy(%s, %s, %zu);", cg_vout(c, dst), cg_vin(c, src), n);
 }
 
-/* After a node: hand each output to the trace hook, if the caller gave one. */
+/* After a node: hand each output to the trace hook, if the caller gave one. A
+ * value of run-time length goes with its actual dims when its layout is dense,
+ * and not at all otherwise (its elements are not where the dims would say). */
 static void emit_trace(cg_ctx *c, const mg_value *v) {
   int64_t dims[MG_MAX_RANK];
+  if (c->rd_off && c->rd_off[v->id] >= 0) {
+    if (!cg_dyn_dense(c, v)) return;
+    cg_buf name = {0};
+    cg_buf_c_literal(&name, v->name);
+    const char *dt = cg_rt_dtype(v->dtype);
+    int rank = cg_dims(v, dims);
+    const char *io = name.failed ? "0"
+                                 : cg_static(c, "mg_rt_io", "{%s, %s, %d, 0, 0}", name.s, dt ? dt : "MG_RT_F32", rank);
+    cg_buf_free(&name);
+    cg_line(c, "if (trace) {");
+    cg_line(c, "  mg_rt_io io_ = %s;", io);
+    cg_line(c, "  io_.shape = rd + %d;", c->rd_off[v->id]);
+    cg_line(c, "  io_.bytes = (size_t)%s * %zu;", cg_dyn_numel(c, v), cg_elem_bytes(v->dtype));
+    cg_line(c, "  trace(tctx, &io_, %s);", cg_vin(c, v));
+    cg_line(c, "}");
+    return;
+  }
   int rank = cg_dims(v, dims);
   const char *shape = cg_i64s(c, dims, rank);
   cg_buf name = {0};
@@ -495,6 +514,17 @@ static void emit_trace(cg_ctx *c, const mg_value *v) {
                                            dt ? dt : "MG_RT_F32", rank, shape, bytes_of(v));
   cg_buf_free(&name);
   cg_line(c, "if (trace) trace(tctx, &%s, %s);", io, cg_vin(c, v));
+}
+
+/* What emit_node does for n when no value of run-time length is involved: the
+ * view's copy into a graph output, or the op's emitter. */
+static int emit_plain(cg_ctx *c, const mg_node *n) {
+  if (cg_is_view(n)) {
+    if (c->place[n->out[0]->id].at == CG_AT_OUTPUT) emit_copy(c, n->out[0], n->in[0]);
+    return 0;
+  }
+  cg_emitter *e = emitter_of(n->op);
+  return e ? e(c, n) : cg_unsupported(c, n, "no CPU kernel for %s", n->op_type);
 }
 
 /* Emits node n; returns 0, or -1 when it is unsupported (its text is rolled
@@ -508,7 +538,12 @@ static int emit_node(cg_ctx *c, const mg_node *n) {
   comment_name(&c->body, n->name);
   cg_buf_printf(&c->body, "\"%s */\n", c->act[n->id] ? (c->silu_mul[n->id] ? " + SiLU" : " + activation") : "");
   int ok = check_node(c, n);
-  if (ok && cg_is_view(n)) {
+  if (ok && c->dyn_node[n->id]) {
+    ok = cg_emit_dynamic(c, n, emit_plain) == 0 && !c->cur_failed;
+    if (!ok && !c->cur_failed) cg_unsupported(c, n, "the emitter failed");
+    for (int k = 0; ok && k < n->n_out; k++)
+      if (n->out[k]) emit_trace(c, n->out[k]);
+  } else if (ok && cg_is_view(n)) {
     const cg_place *po = &c->place[n->out[0]->id];
     if (po->at == CG_AT_OUTPUT) emit_copy(c, n->out[0], n->in[0]);
   } else if (ok) {
@@ -565,6 +600,13 @@ static void ctx_free(cg_ctx *c) {
   mg_free(c->inplace);
   mg_free(c->bounded);
   mg_free(c->buffers);
+  mg_free(c->rd_off);
+  mg_free(c->rd_mask);
+  mg_free(c->rd_expr);
+  mg_free(c->dyn_node);
+  mg_free(c->dyn_guard);
+  mg_free(c->vbound);
+  mg_free(c->n_vbound);
 }
 
 /* Emits every node and the trailing copies; returns the count of unsupported nodes. */
@@ -582,6 +624,17 @@ static int emit_body(cg_ctx *c) {
       cg_line(c, "return MG_RT_EUNSUPPORTED;");
       bad++;
       continue;
+    }
+    if (c->rd_off[v->id] >= 0) {
+      if (!cg_dyn_dense(c, v)) {
+        mg_error(c->d, UNSUPPORTED, v->name, NULL,
+                 "cpu: graph output '%s' has a run-time length along an axis that is not its leading one", v->name);
+        cg_line(c, "return MG_RT_EUNSUPPORTED;");
+        bad++;
+        continue;
+      }
+      cg_line(c, "memcpy(m->out_dims + %d, rd + %d, %d * sizeof(int64_t));", cg_out_dims_offset(g, j),
+              c->rd_off[v->id], v->shape.rank);
     }
     if (p->at == CG_AT_OUTPUT && p->index == j) continue;
     if (p->at == CG_AT_NONE) continue;
@@ -620,7 +673,8 @@ static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report
   memset(c, 0, sizeof *c);
   mg_arena_init(&c->strings, 1 << 16);
   if (cg_lower(m, o, r, d)) return -1;
-  if (ctx_init(c, m, o, d) || (bound_runtime_lengths(c), 0) || cg_fuse(c, r) || cg_plan(c, r)) {
+  if (ctx_init(c, m, o, d) || (bound_runtime_lengths(c), 0) || cg_bound_dynamic(c) || cg_fuse(c, r) ||
+      cg_plan(c, r)) {
     mg_error(d, OOM, NULL, NULL, "out of memory generating C");
     return -1;
   }

@@ -1481,6 +1481,20 @@ int infer_own(infer_ctx *c, mg_node *n) {
   case MG_OP_Gradient:
     for (int i = 0; i < n->n_out; i++) infer_out(n, i, IN(i) ? IN(i)->dtype : MG_F32, IN(i) ? &IN(i)->shape : NULL);
     return 0;
+  case MG_OP_MigcSelect: {
+    int k = (n->n_in - 1) / 2;
+    if (n->n_in != 1 + 2 * k || n->n_out != k) return bad(c, n, "MigcSelect needs 1 + 2 * outputs inputs");
+    for (int i = 0; i < k; i++) {
+      const mg_value *t = IN(1 + i), *e = IN(1 + k + i);
+      if (!t || !e || t->dtype != e->dtype) return bad(c, n, "MigcSelect branch outputs differ in dtype");
+      mg_shape s = t->shape;
+      if (t->shape.rank != e->shape.rank) s.rank = -1;
+      for (int d = 0; d < s.rank; d++)
+        if (!infer_dim_eq(t->shape.d[d], e->shape.d[d])) s.d[d] = infer_dim_unknown();
+      infer_out(n, i, t->dtype, &s);
+    }
+    return 0;
+  }
   case MG_OP_If:
   case MG_OP_Loop:
   case MG_OP_Scan:

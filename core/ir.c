@@ -26,6 +26,7 @@ const char *mg_op_name(mg_op op) { return mg_op_get(op)->name; }
 
 mg_op mg_op_lookup(const char *name) {
   /* Linear scan is fine: ~200 rows, and the importer caches nothing per name. */
+  if (!strncmp(name, "Migc", 4)) return MG_OP_UNKNOWN; /* internal ops are never read from a file */
   for (int i = 1; i < MG_OP_COUNT; i++)
     if (!strcmp(op_table[i].name, name)) return (mg_op)i;
   return MG_OP_UNKNOWN;

@@ -238,5 +238,6 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
 
 #include "mg_rt_rnn.h"
 #include "mg_rt_strings.h"
+#include "mg_rt_dynamic.h"
 
 #endif /* MG_RUNTIME_H */

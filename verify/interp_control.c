@@ -631,12 +631,24 @@ static int op_optional(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalu
   }
 }
 
+/* MigcSelect (ops.def): each output a copy of the then- or else-branch value. */
+static int op_select(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out) {
+  const mg_array *cond = it_in(in, n, 0);
+  int k = n->n_out;
+  if (!cond || it_numel(cond) != 1 || n->n_in != 1 + 2 * k) return it_fail(c, n, "bad MigcSelect");
+  int take_then = it_get_i64(cond, 0) != 0;
+  for (int i = 0; i < k; i++)
+    if (out[i] && rv_copy(c, n, out[i], in[take_then ? 1 + i : 1 + k + i])) return -1;
+  return 0;
+}
+
 /* Dispatches one node of the control family (see interp_families.def); an
  * omitted output of a single-output op leaves nothing to compute. */
 int interp_control(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out,
                    interp_frame *frame) {
   switch (n->op) {
   case MG_OP_If: return op_if(c, n, in, out, frame);
+  case MG_OP_MigcSelect: return op_select(c, n, in, out);
   case MG_OP_Loop: return op_loop(c, n, in, out, frame);
   case MG_OP_Scan: return op_scan(c, n, in, out, frame);
   case MG_OP_SequenceMap: return op_sequence_map(c, n, in, out, frame);

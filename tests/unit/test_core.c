@@ -67,7 +67,8 @@ static void test_op_table(void **state) {
   (void)state;
   for (int op = 1; op < MG_OP_COUNT; op++) {
     const mg_op_info *info = mg_op_get((mg_op)op);
-    assert_int_equal(mg_op_lookup(info->name), op);
+    /* migc's internal ops cannot be named by a model */
+    assert_int_equal(mg_op_lookup(info->name), strncmp(info->name, "Migc", 4) ? op : MG_OP_UNKNOWN);
     assert_true(info->max_in < 0 || info->min_in <= info->max_in);
     const char *p = info->attrs;
     while (*p) {
