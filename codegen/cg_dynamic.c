@@ -31,6 +31,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 enum { MAX_OUTS = 64 };
 
@@ -614,7 +615,7 @@ static int rule_topk(rule_ctx *r) {
 
 static int rule_nonzero(rule_ctx *r) {
   const mg_value *x = r->n->in[0];
-  if (is_dyn(r->c, x)) return fail(r, "NonZero of a value of run-time length");
+  if (!cg_dyn_dense(r->c, x)) return fail(r, "NonZero of a value whose layout is not dense");
   dshape *o = &r->out[0];
   int64_t numel = cg_numel(x);
   o->rank = 2;
@@ -828,6 +829,17 @@ int cg_bound_dynamic(cg_ctx *c) {
     }
     for (int k = 0; k < n->n_out; k++)
       if (n->out[k] && !is_static(n->out[k])) open_out = 1;
+    if (getenv("MIGC_DYN_DEBUG") && open_out && (open_in || !(dyn_in || is_source(n)))) {
+      static int shown;
+      if (shown++ < 8) {
+        fprintf(stderr, "open: %s (%s) dyn_in=%d open_in=%d:", n->name, n->op_type, dyn_in, open_in);
+        for (int k = 0; k < n->n_in; k++) {
+          char b[128];
+          if (n->in[k]) fprintf(stderr, " %s%s", n->in[k]->name, mg_shape_str(&n->in[k]->shape, b, sizeof b));
+        }
+        fprintf(stderr, "\n");
+      }
+    }
     if (!open_in && (dyn_in || (open_out && is_source(n)))) {
       rule_ctx r = {.c = c, .n = n};
       int kind = n->n_out > MAX_OUTS ? fail(&r, "too many outputs") : rule_of(&r);
@@ -884,8 +896,23 @@ static int emit_nonzero(cg_ctx *c, const mg_node *n) {
   cg_need(c, "dynamic.c");
   cg_need(c, "tensor.c");
   cg_line(c, "%s = %d;", rd_at(c, y, 0), r ? r : 1);
-  cg_line(c, "%s = mg_nonzero(%s, %d, %s, %s, %s, %lld);", rd_at(c, y, 1), cg_rt_dtype(x->dtype), r ? r : 1,
-          cg_i64s(c, d, r ? r : 1), cg_vin(c, x), cg_out(c, y), (long long)y->shape.d[1].v);
+  if (!is_dyn(c, x)) {
+    cg_line(c, "%s = mg_nonzero(%s, %d, %s, %s, %s, %lld);", rd_at(c, y, 1), cg_rt_dtype(x->dtype), r ? r : 1,
+            cg_i64s(c, d, r ? r : 1), cg_vin(c, x), cg_out(c, y), (long long)y->shape.d[1].v);
+    return 0;
+  }
+  /* dense: the actual dims walk the elements in order */
+  char dims[1024];
+  size_t at = 0;
+  dims[0] = 0;
+  for (int k = 0; k < r && at < sizeof dims - 64; k++)
+    at += (size_t)snprintf(dims + at, sizeof dims - at, "%s%s", k ? ", " : "", dim_expr(c, x, k));
+  cg_line(c, "{");
+  cg_line(c, "  const int64_t s_[%d] = {%s};", r, dims);
+  cg_line(c, "  %s = mg_nonzero(%s, %d, s_, %s, %s, %lld);", rd_at(c, y, 1), cg_rt_dtype(x->dtype), r, cg_vin(c, x),
+          cg_out(c, y), (long long)y->shape.d[1].v);
+  cg_line(c, "}");
+  return 0;
   return 0;
 }
 

@@ -439,6 +439,8 @@ static int value_ok(cg_ctx *c, const mg_node *n, const mg_value *v) {
 
 /* Whether n can be emitted at all (the emitter checks the rest); records why not. */
 static int check_node(cg_ctx *c, const mg_node *n) {
+  if (c->dyn_node[n->id] == DYN_FAILED)
+    return !cg_unsupported(c, n, "run-time length: %s", c->dyn_guard[n->id] ? c->dyn_guard[n->id] : "no rule");
   for (int i = 0; i < n->n_attr; i++)
     if (n->attr[i].kind == MG_ATTR_GRAPH) return !cg_unsupported(c, n, "control flow (subgraphs) is not supported");
   if (!cg_is_view(n) && !emitter_of(n->op) && c->dyn_node[n->id] != DYN_OWN)

@@ -1,0 +1,60 @@
+#!/bin/bash
+# Detection models reach C (issue 18): torchvision detectors (weights=None,
+# perturbed, eval; tests/fixtures/export_detection.py) exported at opsets 13 and
+# 17 convert whole with --input-shape and --strict, their projects build, and the
+# C and the interpreter give torch's detections: the same count, each matched by
+# label, score and box (tests/fixtures/compare_detections.py, boxes within 1e-4
+# relative). The post-processing has run-time lengths (NonZero, TopK on a
+# computed k, NonMaxSuppression, If on an empty check): codegen/cg_dynamic.c.
+# A moved box must fail the comparison, so the check can fail.
+# usage: tests/e2e/detection.sh BUILD_DIR [MODEL...]   (default: every model)
+set -u -o pipefail
+BUILD=${1:-build}
+shift || true
+MODELS=${*:-ssdlite fasterrcnn}
+cd "$(dirname "$0")/../.."
+MIGC=$BUILD/migc CMP="/usr/bin/python3 tests/fixtures/compare_detections.py"
+fx=build/fixtures/det
+want=$(sha256sum tests/fixtures/export_detection.py tests/fixtures/export_torchvision.py | sha256sum | cut -c1-16)
+if [ "$(cat "$fx/.stamp" 2>/dev/null)" != "$want" ]; then
+  rm -rf "$fx"
+  echo "exporting detection fixtures (about a minute)"
+  /usr/bin/python3 tests/fixtures/export_detection.py -o "$fx" > "$fx.log" 2>&1 ||
+    { echo "fixture failed"; tail -5 "$fx.log"; exit 1; }
+  echo "$want" > "$fx/.stamp"
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+check() { # name command...
+  local name=$1; shift
+  if "$@" > "$work/last.log" 2>&1; then echo "ok   $name"; pass=$((pass + 1))
+  else echo "FAIL $name"; sed 's/^/     /' "$work/last.log" | tail -5; fail=$((fail + 1)); fi
+}
+for model in $MODELS; do
+  for opset in 13 17; do
+    name=${model}_op$opset out=$work/$name
+    check "$name: converts whole (--strict) with --input-shape" \
+      "$MIGC" convert "$fx/$name.onnx" --cpu-only --strict --input-shape image=3x320x320 -o "$out"
+    check "$name: the project builds" make -s -C "$out/cpu" -j2
+    check "$name: the C runs" "$out/cpu/runner" --input image="$fx/${model}_input.npy" --output-dir "$out/c"
+    check "$name: the C gives torch's detections" $CMP "$fx/$model" "$out/c"
+    check "$name: the interpreter runs" "$MIGC" run "$fx/$name.onnx" --input image="$fx/${model}_input.npy" \
+      --output-dir "$out/i"
+    check "$name: the interpreter gives torch's detections" $CMP "$fx/$model" "$out/i"
+    check "$name: the C gives the interpreter's detections (1e-5)" $CMP "$out/i" "$out/c" --box-rtol 1e-5
+  done
+  # the comparison can fail: one box coordinate moved by 1e-3 relative
+  /usr/bin/python3 -c "
+import numpy as np, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+for t in ('scores', 'labels'): shutil.copy('%s/%s.npy' % (src, t), '%s/%s.npy' % (dst, t))
+b = np.load(src + '/boxes.npy')
+if b.size: b[0, 2] = b[0, 2] * np.float32(1.001) + np.float32(1e-3)
+np.save(dst + '/boxes.npy', b)" "$work/${model}_op17/c" "$work" 2>/dev/null
+  if [ -s "$work/boxes.npy" ] && ! $CMP "$fx/$model" "$work" > /dev/null 2>&1; then pass=$((pass + 1))
+  else echo "FAIL $model: a moved box still matches (the check cannot fail, or there are no detections)"; fail=$((fail + 1)); fi
+  rm -f "$work"/*.npy
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
