@@ -62,8 +62,8 @@ int cg_emit_RoiAlign(cg_ctx *c, const mg_node *n) {
   if (!nn_fits_int(cg_numel(x)) || !nn_fits_int(cg_numel(y)))
     return cg_unsupported(c, n, "tensor too large");
   cg_need(c, "sample.c");
-  cg_line(c, "mg_roi_align(%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %s, %d, %d, %s, %s, %s, %s);",
-          (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], (long long)rd[0],
+  cg_line(c, "mg_roi_align(%lld, %lld, %lld, %lld, %s, %lld, %lld, %lld, %s, %d, %d, %s, %s, %s, %s);",
+          (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], cg_dim(c, rois, 0),
           (long long)oh, (long long)ow, (long long)sr,
           nn_flit(fs, mg_attr_float(n, "spatial_scale", 1.0f)), is_max, half, cg_in(c, x),
           cg_in(c, rois), cg_in(c, bi), cg_out(c, y));

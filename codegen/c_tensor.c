@@ -422,9 +422,10 @@ static int elements(cg_ctx *c, const mg_node *n, int scatter) {
           (long long)(cg_numel(t.x) * (int64_t)t.es));
   if (cg_numel(n->in[1]) == 0) return 0;
   if (t.xd[axis] == 0) return cg_unsupported(c, n, "scatter into an empty axis");
-  cg_line(c, "mg_scatter_elements(%s, %s, %d, %s, %s, %d, %lld, %s, %d, %s, %s);",
-          cg_rt_dtype(t.x->dtype), red, t.xr, cg_i64s(c, id, ir),
-          cg_i64s(c, t.xs, t.xr), axis, (long long)t.xd[axis], cg_vin(c, n->in[1]), i64,
+  /* the actual index dims and axis length when they vary at run time (cg_dim) */
+  cg_line(c, "mg_scatter_elements(%s, %s, %d, %s, %s, %d, %s, %s, %d, %s, %s);",
+          cg_rt_dtype(t.x->dtype), red, t.xr, cg_dims_expr(c, n->in[1]),
+          cg_i64s(c, t.xs, t.xr), axis, cg_dim(c, t.x, axis), cg_vin(c, n->in[1]), i64,
           cg_vin(c, u), cg_vout(c, t.y));
   return 0;
 }

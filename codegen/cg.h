@@ -74,6 +74,14 @@ const char *cg_string_pool(cg_ctx *c);
  * other value: the emitter must then produce the planned shape exactly. */
 const char *cg_bounded_dims(cg_ctx *c, const mg_value *v);
 
+/* Run-time dims (codegen/cg_dynamic.c). A value of run-time length is planned at
+ * its largest shape, which is what cg_dims() reports; an emitter that its rule
+ * lets read one uses these for the actual dims: cg_dim(c, v, k) is the C
+ * expression of dim k, and cg_dims_expr(c, v) of a const int64_t * to all of them
+ * (for a static value, the literal and a cg_i64s() array). */
+const char *cg_dim(cg_ctx *c, const mg_value *v, int k);
+const char *cg_dims_expr(cg_ctx *c, const mg_value *v);
+
 /* Scratch: floats_expr is a C expression (it may use cg_static names, e.g.
  * "mg_conv2d_scratch(&cg_s3)") for the floats of scratch this node needs; model_init
  * sizes one shared scratch buffer to the largest. Returns the expression of that

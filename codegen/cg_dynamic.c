@@ -31,7 +31,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 enum { MAX_OUTS = 64 };
 
@@ -141,98 +140,183 @@ static int norm(int64_t axis, int rank, int *out) {
 
 /* ------------------------------------------------------------ value bounds */
 
-/* Upper bounds of v's elements (a small int tensor): its data when constant. */
-static int vb_get(cg_ctx *c, const mg_value *v, int64_t *hi) {
+/* Upper bounds of v's elements (a small int tensor): its data when constant;
+ * *exact gets a bit per element known exactly (a constant, or a static dim). */
+static int vb_get(cg_ctx *c, const mg_value *v, int64_t *hi, unsigned *exact) {
+  *exact = 0;
   if (!v) return 0;
   if (cg_is_const(v)) {
     int64_t n = cg_const_ints(v, hi, 8);
+    if (n > 0) *exact = (1u << n) - 1;
     return n > 0 ? (int)n : 0;
   }
   if (!in_graph(c, v) || !c->n_vbound[v->id]) return 0;
   memcpy(hi, c->vbound[v->id], sizeof(int64_t) * (size_t)c->n_vbound[v->id]);
+  *exact = c->vexact[v->id];
   return c->n_vbound[v->id];
 }
 
-static void vb_set(cg_ctx *c, const mg_value *v, const int64_t *hi, int n) {
+static void vb_set(cg_ctx *c, const mg_value *v, const int64_t *hi, int n, unsigned exact) {
   if (!in_graph(c, v) || n <= 0 || n > 8 || mg_shape_numel(&v->shape) != n) return;
   memcpy(c->vbound[v->id], hi, sizeof(int64_t) * (size_t)n);
   c->n_vbound[v->id] = (char)n;
+  c->vexact[v->id] = (unsigned char)exact;
 }
 
 static void track_vbounds(cg_ctx *c, const mg_node *n) {
   const mg_value *y = n->n_out ? n->out[0] : NULL, *x = n->n_in ? n->in[0] : NULL;
-  if (!y || !x || !in_graph(c, y) || cg_is_const(y) || (y->dtype != MG_I64 && y->dtype != MG_I32)) return;
+  if (!y || !x || !in_graph(c, y) || cg_is_const(y) || (y->dtype != MG_I64 && y->dtype != MG_I32 && y->dtype != MG_BOOL))
+    return;
   int64_t a[8], b[8], o[8];
+  unsigned ea, eb, eo = 0;
   int na, nb, no = 0;
   switch (n->op) {
   case MG_OP_Shape:
     if (is_dyn(c, x) || is_static(x)) {
-      int r = x->shape.rank, s = 0, e = r;
-      s = (int)mg_attr_int(n, "start", 0), e = (int)mg_attr_int(n, "end", r);
+      int r = x->shape.rank, s = (int)mg_attr_int(n, "start", 0), e = (int)mg_attr_int(n, "end", r);
       if (s < 0) s += r;
       if (e < 0) e += r;
       s = s < 0 ? 0 : s > r ? r : s, e = e < 0 ? 0 : e > r ? r : e;
-      for (int k = s; k < e && no < 8; k++) o[no++] = x->shape.d[k].v;
-      if (e - s > 8) no = 0;
+      if (e - s > 8) return;
+      unsigned m = is_dyn(c, x) ? c->rd_mask[x->id] : 0;
+      for (int k = s; k < e; k++, no++) {
+        o[no] = x->shape.d[k].v;
+        if (!(m >> k & 1)) eo |= 1u << no;
+      }
     }
     break;
   case MG_OP_Identity: case MG_OP_Unsqueeze: case MG_OP_Squeeze: case MG_OP_Reshape: case MG_OP_Flatten:
   case MG_OP_Cast:
-    no = vb_get(c, x, o);
+    no = vb_get(c, x, o, &eo);
     break;
+  case MG_OP_Mul: case MG_OP_Add: case MG_OP_Sub: {
+    /* exact elements only (an inexact one gets no usable bound: INT64_MAX) */
+    na = vb_get(c, x, a, &ea);
+    nb = vb_get(c, n->in[1], b, &eb);
+    int64_t numel = mg_shape_numel(&y->shape);
+    if (numel < 1 || numel > 8 || (na != numel && na != 1) || (nb != numel && nb != 1)) return;
+    for (no = 0; no < numel; no++) {
+      int ia = na == 1 ? 0 : no, ib = nb == 1 ? 0 : no;
+      int64_t p = a[ia], q = b[ib], v;
+      int ok = (ea >> ia & 1) && (eb >> ib & 1) &&
+               !(n->op == MG_OP_Mul ? __builtin_mul_overflow(p, q, &v)
+                 : n->op == MG_OP_Add ? __builtin_add_overflow(p, q, &v) : __builtin_sub_overflow(p, q, &v));
+      o[no] = ok ? v : INT64_MAX;
+      if (ok) eo |= 1u << no;
+    }
+    break;
+  }
+  case MG_OP_Equal: case MG_OP_Not: {
+    /* exact only: a condition known at conversion (a static dim compared) */
+    na = vb_get(c, x, a, &ea);
+    nb = n->op == MG_OP_Equal ? vb_get(c, n->in[1], b, &eb) : 1;
+    if (n->op == MG_OP_Not) b[0] = 0, eb = 1;
+    int64_t numel = mg_shape_numel(&y->shape);
+    if (numel < 1 || numel > 8 || (na != numel && na != 1) || (nb != numel && nb != 1)) return;
+    for (no = 0; no < numel; no++) {
+      int ia = na == 1 ? 0 : no, ib = nb == 1 ? 0 : no;
+      o[no] = 1; /* a bool's bound when it is not known */
+      if (!(ea >> ia & 1) || !(eb >> ib & 1)) continue;
+      o[no] = a[ia] == b[ib];
+      eo |= 1u << no;
+    }
+    break;
+  }
+  case MG_OP_ConstantOfShape: {
+    const mg_attr *va = mg_node_attr(n, "value");
+    int64_t v = 0, numel = mg_shape_numel(&y->shape);
+    if (va && (va->kind != MG_ATTR_TENSOR || cg_const_ints(va->t, &v, 1) != 1)) return;
+    if (numel < 1 || numel > 8 || is_dyn(c, y)) return;
+    for (no = 0; no < numel; no++) o[no] = v;
+    eo = (1u << no) - 1;
+    break;
+  }
   case MG_OP_Gather: {
     int64_t idx[8];
-    na = vb_get(c, x, a);
+    na = vb_get(c, x, a, &ea);
     int64_t ni = cg_const_ints(n->in[1], idx, 8);
     if (na <= 0 || ni <= 0 || x->shape.rank != 1) break;
-    for (int i = 0; i < ni; i++) {
+    for (int i = 0; i < ni; i++, no++) {
       int64_t k = idx[i] < 0 ? idx[i] + na : idx[i];
       if (k < 0 || k >= na) return;
-      o[no++] = a[k];
+      o[no] = a[k];
+      eo |= (ea >> k & 1u) << no;
     }
     break;
   }
   case MG_OP_Concat:
     for (int i = 0; i < n->n_in; i++) {
       if (n->in[i] && n->in[i]->shape.rank > 1) return;
-      nb = vb_get(c, n->in[i], b);
+      nb = vb_get(c, n->in[i], b, &eb);
       if (nb <= 0 || no + nb > 8) return;
       memcpy(o + no, b, sizeof(int64_t) * (size_t)nb);
+      eo |= eb << no;
       no += nb;
     }
     break;
   case MG_OP_ReduceMin: case MG_OP_ReduceMax:
     if (n->n_in > 1 && n->in[1]) return; /* axes: only the reduce-all case */
-    na = vb_get(c, x, a);
+    na = vb_get(c, x, a, &ea);
     if (na <= 0) return;
     o[0] = a[0];
     for (int i = 1; i < na; i++) o[0] = n->op == MG_OP_ReduceMin ? (a[i] < o[0] ? a[i] : o[0]) : (a[i] > o[0] ? a[i] : o[0]);
     no = 1;
+    eo = ea == (1u << na) - 1; /* exact when every element is */
     break;
-  case MG_OP_Min: case MG_OP_Max: {
-    /* a bound of Min is any input's bound; of Max the largest (all must be known) */
+  case MG_OP_Where: case MG_OP_Min: case MG_OP_Max: {
+    /* a bound of Min is any input's bound; of Max and Where the largest (all known) */
     int64_t numel = mg_shape_numel(&y->shape);
     if (numel < 1 || numel > 8) return;
-    int have = 0;
-    for (int i = 0; i < n->n_in; i++) {
-      nb = vb_get(c, n->in[i], b);
+    int have = 0, first = n->op == MG_OP_Where ? 1 : 0;
+    unsigned all_exact = (1u << numel) - 1;
+    for (int i = first; i < n->n_in; i++) {
+      nb = vb_get(c, n->in[i], b, &eb);
       if (nb != 1 && nb != numel) {
-        if (n->op == MG_OP_Max) return;
+        if (n->op != MG_OP_Min) return;
+        all_exact = 0;
         continue;
       }
       for (int k = 0; k < numel; k++) {
         int64_t v = b[nb == 1 ? 0 : k];
+        int e = (int)(eb >> (nb == 1 ? 0 : k) & 1);
+        if (have && (!e || v != o[k])) all_exact &= ~(1u << k);
+        if (!have && !e) all_exact &= ~(1u << k);
         o[k] = !have ? v : n->op == MG_OP_Min ? (v < o[k] ? v : o[k]) : (v > o[k] ? v : o[k]);
       }
       have = 1;
     }
     no = have ? (int)numel : 0;
+    eo = all_exact;
+    if (n->op == MG_OP_Where && no) {
+      /* an element whose condition is known is its branch's, exactly as that is */
+      int64_t cv[8], t[8], f[8];
+      unsigned ce, te, fe;
+      int ncv = vb_get(c, n->in[0], cv, &ce), nt = vb_get(c, n->in[1], t, &te), nf = vb_get(c, n->in[2], f, &fe);
+      for (int k = 0; k < no && ncv && nt && nf; k++) {
+        int ic = ncv == 1 ? 0 : k, it = nt == 1 ? 0 : k, jf = nf == 1 ? 0 : k;
+        if (!(ce >> ic & 1)) continue;
+        o[k] = cv[ic] ? t[it] : f[jf];
+        eo = (eo & ~(1u << k)) | ((cv[ic] ? te >> it : fe >> jf) & 1u) << k;
+      }
+    }
     break;
   }
   default:
     return;
   }
-  vb_set(c, y, o, no);
+  vb_set(c, y, o, no, eo);
+}
+
+/* v's elements when each is known here (a constant, or exact bounds); -1 if not. */
+static int64_t known_ints(cg_ctx *c, const mg_value *v, int64_t *out, int64_t cap) {
+  if (!v) return -1;
+  if (cg_is_const(v)) return cg_const_ints(v, out, cap);
+  int64_t hi[8];
+  unsigned exact;
+  int n = vb_get(c, v, hi, &exact);
+  if (n <= 0 || n > cap || exact != (1u << n) - 1) return -1;
+  memcpy(out, hi, sizeof(int64_t) * (size_t)n);
+  return n;
 }
 
 /* ------------------------------------------------------------ rules */
@@ -266,7 +350,10 @@ static int rule_broadcast(rule_ctx *r, int n_in) {
   int rank = 0;
   if (n_in > 8) return fail(r, "more than 8 inputs");
   for (int i = 0; i < n_in; i++) {
-    if (!r->n->in[i]) return fail(r, "an omitted input");
+    if (!r->n->in[i]) { /* an omitted optional input (Clip's min or max) */
+      s[i] = (dshape){0};
+      continue;
+    }
     din(c, r->n->in[i], &s[i]);
     if (s[i].rank > rank) rank = s[i].rank;
   }
@@ -409,9 +496,26 @@ static int rule_reshape(rule_ctx *r) {
   dshape x;
   din(r->c, r->n->in[0], &x);
   int64_t t[MG_MAX_RANK], om[MG_MAX_RANK];
-  int64_t q = cg_const_ints(r->n->in[1], t, MG_MAX_RANK);
-  if (q < 0) return fail(r, "the target shape is not a constant");
-  int allowzero = (int)mg_attr_int(r->n, "allowzero", 0), neg = -1, p = varying_axis(&x), j = -1;
+  int64_t q = known_ints(r->c, r->n->in[1], t, MG_MAX_RANK);
+  int p = varying_axis(&x), j = -1, runtime_entry = -1;
+  if (q < 0) {
+    /* torch's reshape(n, -1, 4): every entry known but the one that is the
+     * run-time axis' length; it stands for that axis (checked at run time) */
+    int64_t hi[8];
+    unsigned exact;
+    q = vb_get(r->c, r->n->in[1], hi, &exact);
+    if (q <= 0 || p < 0 || r->n->in[1]->shape.rank != 1 || q != r->n->in[1]->shape.d[0].v)
+      return fail(r, "the target shape is not a constant");
+    for (int d = 0; d < q; d++) {
+      t[d] = hi[d];
+      if (exact >> d & 1) continue;
+      if (runtime_entry >= 0) return fail(r, "the target shape has two entries known only at run time");
+      runtime_entry = d;
+    }
+    t[runtime_entry] = x.max[p];
+    j = runtime_entry;
+  }
+  int allowzero = (int)mg_attr_int(r->n, "allowzero", 0), neg = -1;
   int64_t known = 1;
   for (int d = 0; d < q; d++) {
     om[d] = t[d];
@@ -435,7 +539,10 @@ static int rule_reshape(rule_ctx *r) {
     if (j < 0) j = neg;
   }
   if (p >= 0 && j < 0) return fail(r, "the target shape fixes the length of the run-time axis");
-  return reshape_dims(r, &x, om, (int)q, j);
+  int kind = reshape_dims(r, &x, om, (int)q, j);
+  if (kind != DYN_POSITIONWISE || runtime_entry < 0) return kind;
+  if (r->out[0].max[j] != x.max[p]) return fail(r, "the run-time entry of the target shape is not the run-time axis");
+  return DYN_OWN; /* the view, and a check that the entry is the axis' length */
 }
 
 static int rule_gather(rule_ctx *r) {
@@ -503,12 +610,17 @@ static int rule_split(rule_ctx *r) {
 typedef struct {
   int axis;
   int64_t start, end, step;
+  int start_rt, end_rt; /* read at run time (one-element starts / ends) */
 } slice_spec;
 
 static int slice_params(rule_ctx *r, const dshape *x, slice_spec *sp, int *n_sp) {
   const mg_node *n = r->n;
   int64_t st[MG_MAX_RANK], en[MG_MAX_RANK], ax[MG_MAX_RANK], stp[MG_MAX_RANK];
-  int64_t ns = cg_const_ints(n->in[1], st, MG_MAX_RANK), ne = cg_const_ints(n->in[2], en, MG_MAX_RANK);
+  int64_t ns = known_ints(r->c, n->in[1], st, MG_MAX_RANK), ne = known_ints(r->c, n->in[2], en, MG_MAX_RANK);
+  int srt = 0, ert = 0;
+  /* one axis sliced from a computed start or end: read at run time */
+  if (ns < 0 && cg_numel(n->in[1]) == 1 && n->in[1]->dtype == MG_I64) ns = 1, srt = 1, st[0] = 0;
+  if (ne < 0 && cg_numel(n->in[2]) == 1 && n->in[2]->dtype == MG_I64) ne = 1, ert = 1, en[0] = INT64_MAX;
   if (ns < 0 || ne != ns) return fail(r, "starts and ends must be constants of one length");
   const mg_value *av = n->n_in > 3 ? n->in[3] : NULL, *sv = n->n_in > 4 ? n->in[4] : NULL;
   if (av && cg_const_ints(av, ax, MG_MAX_RANK) != ns) return fail(r, "axes must be a constant");
@@ -516,7 +628,7 @@ static int slice_params(rule_ctx *r, const dshape *x, slice_spec *sp, int *n_sp)
   for (int i = 0; i < ns; i++) {
     int a;
     if (norm(av ? ax[i] : i, x->rank, &a)) return fail(r, "bad axes");
-    sp[i] = (slice_spec){a, st[i], en[i], sv ? stp[i] : 1};
+    sp[i] = (slice_spec){a, st[i], en[i], sv ? stp[i] : 1, srt, ert};
     if (!sp[i].step) return fail(r, "a zero step");
   }
   *n_sp = (int)ns;
@@ -538,14 +650,18 @@ static int rule_slice(rule_ctx *r) {
   *o = x;
   for (int i = 0; i < n_sp; i++) {
     int a = sp[i].axis;
-    o->max[a] = slice_count(x.max[a], &sp[i]);
+    o->max[a] = sp[i].start_rt || sp[i].end_rt ? x.max[a] : slice_count(x.max[a], &sp[i]);
     o->expr[a] = str(r->c, "%lld", (long long)o->max[a]);
-    if (x.mask >> a & 1) {
+    /* along the run-time axis, from computed bounds, or from bounds known here
+     * but not constants (which the ordinary emitter needs) */
+    if ((x.mask >> a & 1) || sp[i].start_rt || sp[i].end_rt || !cg_is_const(r->n->in[1]) || !cg_is_const(r->n->in[2])) {
       on_varying = i;
       o->expr[a] = NULL;
+      o->mask |= 1u << a;
     }
   }
   if (on_varying < 0) return DYN_POSITIONWISE;
+  if (prod_max(&x, 0, sp[on_varying].axis) != 1) return fail(r, "slicing at run time an axis that is not the leading one");
   if (n_sp != 1 || !dense_shape(&x)) return fail(r, "slicing a run-time axis together with others, or of a value whose layout is not dense");
   return DYN_OWN;
 }
@@ -640,15 +756,18 @@ static int rule_shape(rule_ctx *r) {
 static int rule_constant_of_shape(rule_ctx *r) {
   const mg_value *x = r->n->in[0];
   int64_t hi[8];
-  int nb = vb_get(r->c, x, hi);
+  unsigned exact;
+  int nb = vb_get(r->c, x, hi, &exact);
   if (x->dtype != MG_I64 || x->shape.rank != 1 || nb <= 0 || nb != x->shape.d[0].v)
     return fail(r, "the shape input has no known upper bound");
+  for (int k = 0; k < nb; k++)
+    if (hi[k] > MG_DIM_MAX) return fail(r, "the shape input has no known upper bound");
   dshape *o = &r->out[0];
   o->rank = nb;
   for (int k = 0; k < nb; k++) {
     o->max[k] = hi[k] > 0 ? hi[k] : 0;
-    o->expr[k] = NULL;
-    o->mask |= 1u << k;
+    o->expr[k] = exact >> k & 1 ? str(r->c, "%lld", (long long)o->max[k]) : NULL;
+    if (!(exact >> k & 1)) o->mask |= 1u << k;
   }
   return DYN_OWN;
 }
@@ -715,6 +834,17 @@ static int rule_select(rule_ctx *r) {
   const mg_node *n = r->n;
   int k = n->n_out;
   if (n->n_in != 1 + 2 * k || k > MAX_OUTS) return fail(r, "bad MigcSelect");
+  int64_t cv;
+  unsigned ce;
+  if (vb_get(c, n->in[0], &cv, &ce) == 1 && ce) {
+    /* the condition is known here (torch's squeeze-if-the-dim-is-1 on a static
+     * dim of a run-time value): the taken branch, copied */
+    for (int i = 0; i < k; i++) {
+      if (!n->in[(cv ? 1 : 1 + k) + i]) return fail(r, "an omitted branch value");
+      din(c, n->in[(cv ? 1 : 1 + k) + i], &r->out[i]);
+    }
+    return DYN_OWN;
+  }
   for (int i = 0; i < k; i++) {
     dshape t, e;
     if (!n->in[1 + i] || !n->in[1 + k + i] || !n->out[i]) return fail(r, "an omitted branch value");
@@ -731,6 +861,125 @@ static int rule_select(rule_ctx *r) {
     }
     o->mask = 1;
     o->expr[0] = NULL;
+  }
+  return DYN_OWN;
+}
+
+/* Expand to a shape known at run time (its bounds from vbound): the kernel over
+ * the largest shapes, then each dim from the shape's values. */
+static int rule_expand(rule_ctx *r) {
+  cg_ctx *c = r->c;
+  dshape x;
+  din(c, r->n->in[0], &x);
+  const mg_value *sv = r->n->in[1];
+  int64_t hi[8];
+  unsigned exact;
+  int ns = vb_get(c, sv, hi, &exact);
+  if (sv->dtype != MG_I64 || ns <= 0 || sv->shape.rank != 1 || ns != sv->shape.d[0].v)
+    return fail(r, "the shape input has no known upper bound");
+  for (int k = 0; k < ns; k++)
+    if (hi[k] > MG_DIM_MAX) return fail(r, "the shape input has no known upper bound");
+  int rank = ns > x.rank ? ns : x.rank;
+  dshape *o = &r->out[0];
+  o->rank = rank;
+  for (int k = 0; k < rank; k++) {
+    int j = k - (rank - x.rank), i = k - (rank - ns);
+    int64_t xm = j >= 0 ? x.max[j] : 1, sm = i >= 0 ? hi[i] : 1;
+    int xdyn = j >= 0 && (x.mask >> j & 1), sexact = i < 0 || (exact >> i & 1);
+    if (sexact && sm == 1) { /* the input's dim as it is */
+      o->max[k] = xm, o->expr[k] = j >= 0 ? x.expr[j] : "1";
+      if (xdyn) o->mask |= 1u << k;
+    } else if (sexact) {
+      if (xdyn || (xm != 1 && xm != sm)) return fail(r, "a static target dim meets a run-time or other one");
+      o->max[k] = sm, o->expr[k] = str(c, "%lld", (long long)sm);
+    } else if (xdyn || xm != 1) { /* the target must be 1 or the input's dim: checked at run time */
+      o->max[k] = xm, o->expr[k] = x.expr[j];
+      if (xdyn) o->mask |= 1u << k;
+    } else {
+      o->max[k] = sm > 0 ? sm : 0, o->expr[k] = NULL, o->mask |= 1u << k;
+    }
+  }
+  return DYN_OWN;
+}
+
+/* RoiAlign over rois (and batch_indices) of run-time count: the kernel runs for
+ * the actual rois only (a don't-care batch index would read outside X). */
+static int rule_roi_align(rule_ctx *r) {
+  cg_ctx *c = r->c;
+  const mg_node *n = r->n;
+  dshape x, ro, bi;
+  din(c, n->in[0], &x);
+  din(c, n->in[1], &ro);
+  din(c, n->in[2], &bi);
+  if (x.mask || x.rank != 4 || ro.rank != 2 || bi.rank != 1 || (ro.mask & ~1u) || (bi.mask & ~1u) ||
+      ro.max[0] != bi.max[0])
+    return fail(r, "expected static X, and rois [R, 4] and batch_indices [R] varying in R");
+  if ((ro.mask & 1) && (bi.mask & 1) && strcmp(ro.expr[0], bi.expr[0])) add_guard(r, str(c, "%s != %s", ro.expr[0], bi.expr[0]));
+  if ((ro.mask & 1) != (bi.mask & 1)) return fail(r, "rois and batch_indices vary differently");
+  dshape *o = &r->out[0];
+  o->rank = 4;
+  o->max[0] = ro.max[0], o->expr[0] = ro.expr[0], o->mask = ro.mask & 1;
+  o->max[1] = x.max[1], o->expr[1] = x.expr[1];
+  o->max[2] = mg_attr_int(n, "output_height", 1), o->expr[2] = str(c, "%lld", (long long)o->max[2]);
+  o->max[3] = mg_attr_int(n, "output_width", 1), o->expr[3] = str(c, "%lld", (long long)o->max[3]);
+  return DYN_OWN;
+}
+
+/* ScatterElements: the data copied whole, then only the actual index elements
+ * scattered (don't-care ones would write somewhere). */
+static int rule_scatter_elements(rule_ctx *r) {
+  cg_ctx *c = r->c;
+  const mg_node *n = r->n;
+  dshape x, ix, u;
+  din(c, n->in[0], &x);
+  din(c, n->in[1], &ix);
+  din(c, n->in[2], &u);
+  if (!dense_shape(&x) || !dense_shape(&ix) || ix.rank != u.rank || ix.mask != u.mask)
+    return fail(r, "data, indices or updates whose layout is not dense");
+  for (int k = 0; k < ix.rank; k++) {
+    if (ix.max[k] != u.max[k]) return fail(r, "indices and updates differ");
+    if ((ix.mask >> k & 1) && strcmp(ix.expr[k], u.expr[k])) add_guard(r, str(c, "%s != %s", ix.expr[k], u.expr[k]));
+  }
+  r->out[0] = x;
+  return DYN_OWN;
+}
+
+/* Gemm and MatMul over rows of run-time count: B (and C) static, A varying only
+ * in its row (batch) axes. */
+static int rule_matmul(rule_ctx *r) {
+  cg_ctx *c = r->c;
+  const mg_node *n = r->n;
+  dshape a;
+  din(c, n->in[0], &a);
+  for (int i = 1; i < n->n_in; i++)
+    if (is_dyn(c, n->in[i])) return fail(r, "B or C of run-time length");
+  if (a.rank < 2 || (a.mask >> (a.rank - 1) & 1)) return fail(r, "A varying in its inner axis");
+  if (n->op == MG_OP_Gemm && mg_attr_int(n, "transA", 0)) return fail(r, "transA with rows of run-time count");
+  const mg_value *b = n->in[1];
+  int tb = n->op == MG_OP_Gemm && mg_attr_int(n, "transB", 0);
+  if (b->shape.rank != 2) return fail(r, "B must be 2-D");
+  dshape *o = &r->out[0];
+  *o = a;
+  o->max[a.rank - 1] = b->shape.d[tb ? 0 : 1].v;
+  o->expr[a.rank - 1] = str(c, "%lld", (long long)o->max[a.rank - 1]);
+  return DYN_POSITIONWISE;
+}
+
+/* Range with a run-time limit (start and delta constants, its bound known). */
+static int rule_range(rule_ctx *r) {
+  cg_ctx *c = r->c;
+  const mg_node *n = r->n;
+  int64_t st, dl, hi[8];
+  unsigned exact;
+  if (n->in[0]->dtype != MG_I64 || cg_const_ints(n->in[0], &st, 1) != 1 || cg_const_ints(n->in[2], &dl, 1) != 1 ||
+      dl <= 0)
+    return fail(r, "Range of run-time length needs int64, a constant start and a positive constant delta");
+  if (vb_get(c, n->in[1], hi, &exact) != 1 || hi[0] > MG_DIM_MAX) return fail(r, "the limit has no known upper bound");
+  dshape *o = &r->out[0];
+  o->rank = 1, o->max[0] = hi[0] > st ? (hi[0] - st + dl - 1) / dl : 0, o->expr[0] = NULL, o->mask = 1;
+  if (exact) { /* the limit is known here: a static length, the ordinary kernel */
+    o->expr[0] = str(c, "%lld", (long long)o->max[0]), o->mask = 0;
+    return DYN_POSITIONWISE;
   }
   return DYN_OWN;
 }
@@ -763,6 +1012,11 @@ static int rule_of(rule_ctx *r) {
   case MG_OP_ConstantOfShape: return rule_constant_of_shape(r);
   case MG_OP_NonMaxSuppression: return rule_nms(r);
   case MG_OP_MigcSelect: return rule_select(r);
+  case MG_OP_Expand: return rule_expand(r);
+  case MG_OP_RoiAlign: return rule_roi_align(r);
+  case MG_OP_ScatterElements: return rule_scatter_elements(r);
+  case MG_OP_Gemm: case MG_OP_MatMul: return rule_matmul(r);
+  case MG_OP_Range: return rule_range(r);
   case MG_OP_ReduceMax: case MG_OP_ReduceMin: case MG_OP_ReduceSum: case MG_OP_ReduceMean:
   case MG_OP_ReduceProd: case MG_OP_ReduceL1: case MG_OP_ReduceL2: case MG_OP_ReduceLogSum:
   case MG_OP_ReduceLogSumExp: case MG_OP_ReduceSumSquare:
@@ -785,7 +1039,8 @@ static int is_source(const mg_node *n) {
   switch (n->op) {
   case MG_OP_NonZero: case MG_OP_NonMaxSuppression: case MG_OP_MigcSelect: return 1;
   case MG_OP_TopK: return !cg_is_const(n->in[1]);
-  case MG_OP_ConstantOfShape: return !cg_is_const(n->in[0]);
+  case MG_OP_ConstantOfShape: case MG_OP_Expand: return !cg_is_const(n->in[n->op == MG_OP_Expand]);
+  case MG_OP_Range: return !cg_is_const(n->in[1]);
   default: return 0;
   }
 }
@@ -815,7 +1070,9 @@ int cg_bound_dynamic(cg_ctx *c) {
   c->dyn_guard = mg_calloc((size_t)nn, sizeof *c->dyn_guard);
   c->vbound = mg_calloc((size_t)nv, sizeof *c->vbound);
   c->n_vbound = mg_calloc((size_t)nv, 1);
-  if (!c->rd_off || !c->rd_mask || !c->rd_expr || !c->dyn_node || !c->dyn_guard || !c->vbound || !c->n_vbound)
+  c->vexact = mg_calloc((size_t)nv, 1);
+  if (!c->rd_off || !c->rd_mask || !c->rd_expr || !c->dyn_node || !c->dyn_guard || !c->vbound || !c->n_vbound ||
+      !c->vexact)
     return -1;
   for (int i = 0; i < nv; i++) c->rd_off[i] = -1;
   for (int i = 0; i < g->n_nodes; i++) {
@@ -829,18 +1086,9 @@ int cg_bound_dynamic(cg_ctx *c) {
     }
     for (int k = 0; k < n->n_out; k++)
       if (n->out[k] && !is_static(n->out[k])) open_out = 1;
-    if (getenv("MIGC_DYN_DEBUG") && open_out && (open_in || !(dyn_in || is_source(n)))) {
-      static int shown;
-      if (shown++ < 8) {
-        fprintf(stderr, "open: %s (%s) dyn_in=%d open_in=%d:", n->name, n->op_type, dyn_in, open_in);
-        for (int k = 0; k < n->n_in; k++) {
-          char b[128];
-          if (n->in[k]) fprintf(stderr, " %s%s", n->in[k]->name, mg_shape_str(&n->in[k]->shape, b, sizeof b));
-        }
-        fprintf(stderr, "\n");
-      }
-    }
-    if (!open_in && (dyn_in || (open_out && is_source(n)))) {
+    /* an open output of static inputs: a rule's shape (inference ran before the
+     * largest shapes of its inputs were known) */
+    if (!open_in && (dyn_in || (open_out && (is_source(n) || n->op != MG_OP_UNKNOWN)))) {
       rule_ctx r = {.c = c, .n = n};
       int kind = n->n_out > MAX_OUTS ? fail(&r, "too many outputs") : rule_of(&r);
       c->dyn_node[i] = (char)kind;
@@ -865,6 +1113,22 @@ static const char *rd_at(cg_ctx *c, const mg_value *v, int k) { return str(c, "r
 static const char *dim_expr(cg_ctx *c, const mg_value *v, int k) {
   if (is_dyn(c, v) && (c->rd_mask[v->id] >> k & 1)) return rd_at(c, v, k);
   return str(c, "%lld", (long long)v->shape.d[k].v);
+}
+
+const char *cg_dim(cg_ctx *c, const mg_value *v, int k) { return dim_expr(c, v, k); }
+
+const char *cg_dims_expr(cg_ctx *c, const mg_value *v) {
+  if (is_dyn(c, v)) return str(c, "(rd + %d)", c->rd_off[v->id]);
+  int64_t d[MG_MAX_RANK];
+  int r = cg_dims(v, d);
+  return cg_i64s(c, d, r);
+}
+
+static int varying_axis_of(cg_ctx *c, const mg_value *v) {
+  dshape s;
+  din(c, v, &s);
+  int k = varying_axis(&s);
+  return k < 0 ? 0 : k;
 }
 
 /* Actual element count of a dense value, as a C expression. */
@@ -990,8 +1254,10 @@ static int emit_slice_rows(cg_ctx *c, const mg_node *n) {
   for (int d = a + 1; d < x->shape.rank; d++) inner *= x->shape.d[d].v;
   cg_need(c, "dynamic.c");
   cg_line(c, "{");
-  cg_line(c, "  int64_t first_, cnt_ = mg_slice_range(%s, %lldLL, %lldLL, %lldLL, &first_);", dim_expr(c, x, a),
-          (long long)sp[0].start, (long long)sp[0].end, (long long)sp[0].step);
+  cg_line(c, "  int64_t first_, cnt_ = mg_slice_range(%s, %s, %s, %lldLL, &first_);", dim_expr(c, x, a),
+          sp[0].start_rt ? str(c, "%s[0]", cg_in(c, n->in[1])) : str(c, "%lldLL", (long long)sp[0].start),
+          sp[0].end_rt ? str(c, "%s[0]", cg_in(c, n->in[2])) : str(c, "%lldLL", (long long)sp[0].end),
+          (long long)sp[0].step);
   cg_line(c, "  mg_copy_rows(%zu, cnt_, %s, first_, %lldLL, %s);", (size_t)inner * cg_elem_bytes(x->dtype),
           cg_vin(c, x), (long long)sp[0].step, cg_vout(c, y));
   cg_line(c, "  %s = cnt_;", rd_at(c, y, a));
@@ -1056,7 +1322,17 @@ static int emit_nms(cg_ctx *c, const mg_node *n) {
 static int emit_select(cg_ctx *c, const mg_node *n) {
   int k = n->n_out;
   const mg_value *cond = n->in[0];
+  int64_t cv;
+  unsigned ce;
   cg_need(c, "tensor.c");
+  if (vb_get(c, cond, &cv, &ce) == 1 && ce) {
+    for (int i = 0; i < k; i++) {
+      const mg_value *v = n->in[(cv ? 1 : 1 + k) + i], *y = n->out[i];
+      cg_line(c, "mg_copy_bytes(%s, %s, %zu);", cg_vout(c, y), cg_vin(c, v),
+              (size_t)cg_numel(y) * cg_elem_bytes(y->dtype));
+    }
+    return 0;
+  }
   cg_line(c, "if (%s[0]) {", cg_in(c, cond));
   for (int side = 0; side < 2; side++) {
     if (side) cg_line(c, "} else {");
@@ -1079,6 +1355,58 @@ static int emit_constant_of_shape(cg_ctx *c, const mg_node *n, int (*emit)(cg_ct
     cg_line(c, "if (%s < 0 || %s > %lld) return MG_RT_EUNSUPPORTED; /* past its planned bound */", rd_at(c, y, k),
             rd_at(c, y, k), (long long)y->shape.d[k].v);
   }
+  return 0;
+}
+
+/* Expand: the kernel broadcasts to the largest shape; each run-time dim is the
+ * shape's value, checked against its bound. */
+static int emit_expand(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
+  const mg_value *y = n->out[0], *sv = n->in[1], *x = n->in[0];
+  if (emit(c, n)) return -1;
+  int rank = y->shape.rank, ns = (int)sv->shape.d[0].v;
+  int64_t hi[8];
+  unsigned exact;
+  vb_get(c, sv, hi, &exact);
+  for (int k = 0; k < rank; k++) {
+    int i = k - (rank - ns), j = k - (rank - x->shape.rank);
+    if (i >= 0 && !(exact >> i & 1) && c->rd_expr[y->id] && c->rd_expr[y->id][k] && j >= 0)
+      cg_line(c, "if (%s[%d] != 1 && %s[%d] != %s) return MG_RT_EUNSUPPORTED; /* does not broadcast */",
+              cg_in(c, sv), i, cg_in(c, sv), i, dim_expr(c, x, j));
+    if (!c->rd_expr[y->id] || c->rd_expr[y->id][k]) continue;
+    cg_line(c, "%s = %s[%d];", rd_at(c, y, k), cg_in(c, sv), k - (rank - ns));
+    cg_line(c, "if (%s < 0 || %s > %lld) return MG_RT_EUNSUPPORTED; /* past its planned bound */", rd_at(c, y, k),
+            rd_at(c, y, k), (long long)y->shape.d[k].v);
+  }
+  return 0;
+}
+
+/* Reshape whose target has the run-time axis' length as a computed entry. */
+static int emit_reshape_checked(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
+  const mg_value *x = n->in[0], *t = n->in[1], *y = n->out[0];
+  int64_t hi[8];
+  unsigned exact;
+  int q = vb_get(c, t, hi, &exact);
+  if (emit(c, n)) return -1;
+  for (int d = 0; d < q; d++)
+    if (!(exact >> d & 1))
+      cg_line(c, "if (%s[%d] != %s) return MG_RT_EUNSUPPORTED; /* the target is not the run-time length */",
+              cg_in(c, t), d, c->rd_expr[y->id][d] ? c->rd_expr[y->id][d] : dim_expr(c, x, varying_axis_of(c, x)));
+  return 0;
+}
+
+static int emit_range(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
+  const mg_value *y = n->out[0];
+  int64_t st, dl;
+  cg_const_ints(n->in[0], &st, 1);
+  cg_const_ints(n->in[2], &dl, 1);
+  if (emit(c, n)) return -1; /* the largest count of values */
+  cg_line(c, "{");
+  cg_line(c, "  int64_t lim_ = %s[0];", cg_in(c, n->in[1]));
+  cg_line(c, "  %s = lim_ > %lldLL ? (lim_ - %lldLL + %lldLL - 1) / %lldLL : 0;", rd_at(c, y, 0), (long long)st,
+          (long long)st, (long long)dl, (long long)dl);
+  cg_line(c, "  if (%s > %lld) return MG_RT_EUNSUPPORTED; /* past its planned bound */", rd_at(c, y, 0),
+          (long long)y->shape.d[0].v);
+  cg_line(c, "}");
   return 0;
 }
 
@@ -1106,6 +1434,10 @@ int cg_emit_dynamic(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_
     case MG_OP_NonMaxSuppression: rc = emit_nms(c, n); break;
     case MG_OP_MigcSelect: rc = emit_select(c, n); break;
     case MG_OP_ConstantOfShape: rc = emit_constant_of_shape(c, n, emit); break;
+    case MG_OP_Expand: rc = emit_expand(c, n, emit); break;
+    case MG_OP_Range: rc = emit_range(c, n, emit); break;
+    case MG_OP_RoiAlign: case MG_OP_ScatterElements: rc = emit(c, n); break; /* they read cg_dim */
+    case MG_OP_Reshape: rc = emit_reshape_checked(c, n, emit); break;
     default: rc = emit_reduce_all(c, n); break;
     }
   }

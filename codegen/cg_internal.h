@@ -79,6 +79,7 @@ struct cg_ctx {
   const char **dyn_guard; /* by node id: a C condition under which the node cannot run */
   int64_t (*vbound)[8];   /* by value id: upper bounds of a small int tensor's elements */
   char *n_vbound;         /* by value id: how many of them are known (0: none) */
+  unsigned char *vexact;  /* by value id: a bit per element whose bound is its value */
   int n_rd;
   int uses_string_pool;   /* an emitter called cg_string_pool */
   const mg_node *cur;     /* node being emitted */

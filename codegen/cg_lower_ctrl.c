@@ -16,17 +16,28 @@
 #include "passes.h"
 #include <string.h>
 
-typedef struct {
+typedef struct inliner {
   cg_rw *w;
   const mg_graph *body;
   mg_value **map; /* by body value id: its value in the outer graph */
+  struct inliner *parent; /* the body this one is nested in (a nested If), or NULL */
 } inliner;
 
-/* Whether body can be inlined: no nested graphs, no unknown ops, typed outputs. */
+static int inlinable(const mg_graph *body);
+
+/* Whether n is an If whose two branches can be inlined (nested Ifs included). */
+static int inlinable_if(const mg_node *n) {
+  const mg_attr *ta = mg_node_attr(n, "then_branch"), *ea = mg_node_attr(n, "else_branch");
+  return n->op == MG_OP_If && ta && ea && ta->g && ea->g && inlinable(ta->g) && inlinable(ea->g);
+}
+
+/* Whether body can be inlined: no nested graphs but Ifs that can be, no unknown
+ * ops, typed outputs. */
 static int inlinable(const mg_graph *body) {
   for (int i = 0; i < body->n_nodes; i++) {
     const mg_node *n = body->nodes[i];
     if (n->op == MG_OP_UNKNOWN) return 0;
+    if (n->op == MG_OP_If && inlinable_if(n)) continue;
     for (int a = 0; a < n->n_attr; a++)
       if (n->attr[a].kind == MG_ATTR_GRAPH) return 0;
     for (int k = 0; k < n->n_out; k++)
@@ -38,24 +49,30 @@ static int inlinable(const mg_graph *body) {
 }
 
 /* v's value in the outer graph: body values through the map (body constants are
- * copied out), outer values as they are. */
+ * copied out), values of an enclosing body through its inliner, outer values as
+ * they are. */
 static mg_value *outer(inliner *c, mg_value *v) {
   if (!v) return NULL;
-  if (v->id < 0 || v->id >= c->body->n_values || c->body->values[v->id] != v) return v;
+  if (v->id < 0 || v->id >= c->body->n_values || c->body->values[v->id] != v)
+    return c->parent ? outer(c->parent, v) : v;
   if (!c->map[v->id] && v->data)
     c->map[v->id] = cg_rw_const(c->w, v->name, v->dtype, &v->shape, v->data, v->nbytes);
   if (!c->map[v->id]) c->w->failed = 1;
   return c->map[v->id];
 }
 
+static int lower_if_in(cg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg_value **outs);
+
 /* Inlines body with its inputs bound to in[]; fills res[] with the values of its
- * outputs. 0, or -1 (w->failed set). */
-static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_value **res) {
-  inliner c = {w, body, mg_calloc((size_t)body->n_values + 1, sizeof(mg_value *))};
+ * outputs. parent: the inliner of the body this one is nested in, or NULL. 0, or
+ * -1 (w->failed set). */
+static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_value **res, inliner *parent) {
+  inliner c = {w, body, mg_calloc((size_t)body->n_values + 1, sizeof(mg_value *)), parent};
   if (!c.map) {
     w->failed = 1;
     return -1;
   }
+  int nested_failed = 0; /* a nested If that could not be lowered: the whole body is left alone */
   for (int i = 0; i < body->n_inputs; i++) c.map[body->inputs[i]->id] = in[i];
   for (int i = 0; i < body->n_nodes && !w->failed; i++) {
     const mg_node *n = body->nodes[i];
@@ -71,6 +88,11 @@ static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_v
       outs[k] = o ? cg_rw_value(w, o->name, o->dtype, &o->shape) : NULL;
       if (o && outs[k]) c.map[o->id] = outs[k];
       n_out++;
+    }
+    if (n->op == MG_OP_If && inlinable_if(n)) { /* a nested If, lowered in place */
+      if (!lower_if_in(w, (mg_node *)n, &c, ins[0], outs)) nested_failed = 1;
+      if (nested_failed) break;
+      continue;
     }
     /* cg_rw_node rejects NULL entries, so omitted inputs/outputs are patched in after */
     mg_value *dummy_in[64], *dummy_out[64], *any = NULL;
@@ -92,15 +114,18 @@ static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_v
     m->attr = n->attr;
     m->n_attr = n->n_attr;
   }
-  for (int k = 0; k < body->n_outputs && !w->failed; k++) res[k] = outer(&c, body->outputs[k]);
+  for (int k = 0; k < body->n_outputs && !w->failed && !nested_failed; k++) res[k] = outer(&c, body->outputs[k]);
   mg_free(c.map);
-  return w->failed ? -1 : 0;
+  return w->failed || nested_failed ? -1 : 0;
 }
 
 /* If: 1 lowered, 0 left alone. */
-static int lower_if(cg_rw *w, mg_node *n) {
+static int lower_if(cg_rw *w, mg_node *n) { return lower_if_in(w, n, NULL, n->in[0], n->out); }
+
+/* If n (nested in parent's body when parent is not NULL) with its condition and
+ * outputs as values of the graph being rewritten: 1 lowered, 0 left alone. */
+static int lower_if_in(cg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg_value **outs) {
   const mg_attr *ta = mg_node_attr(n, "then_branch"), *ea = mg_node_attr(n, "else_branch");
-  mg_value *cond = n->in[0];
   if (!ta || !ea || !ta->g || !ea->g || !cond || cond->vtype != MG_VT_TENSOR) return 0;
   const mg_graph *tb = ta->g, *eb = ea->g;
   if (tb->n_inputs || eb->n_inputs || tb->n_outputs != n->n_out || eb->n_outputs != n->n_out) return 0;
@@ -108,9 +133,9 @@ static int lower_if(cg_rw *w, mg_node *n) {
   mg_value *tr[64], *er[64];
   int64_t c;
   if (cond->data && mg_value_ints(cond, &c, 1) == 1) {
-    if (inline_body(w, c ? tb : eb, NULL, tr)) return 0;
+    if (inline_body(w, c ? tb : eb, NULL, tr, parent)) return 0;
     for (int k = 0; k < n->n_out; k++)
-      if (n->out[k]) cg_rw_node(w, MG_OP_Identity, n->name, 1, &tr[k], 1, &n->out[k]);
+      if (outs[k]) cg_rw_node(w, MG_OP_Identity, n->name, 1, &tr[k], 1, &outs[k]);
     return 1;
   }
   if (cond->dtype != MG_BOOL || mg_shape_numel(&cond->shape) != 1) return 0;
@@ -121,9 +146,9 @@ static int lower_if(cg_rw *w, mg_node *n) {
     if (!cg_rw_same_shape(&t->shape, &e->shape) || !mg_shape_is_static(&t->shape) ||
         cond->shape.rank > t->shape.rank)
       same = 0;
-    if (!n->out[k]) return 0;
+    if (!outs[k]) return 0;
   }
-  if (inline_body(w, tb, NULL, tr) || inline_body(w, eb, NULL, er)) return 0;
+  if (inline_body(w, tb, NULL, tr, parent) || inline_body(w, eb, NULL, er, parent)) return 0;
   if (!same) {
     /* branches of different (or run-time) shapes: a MigcSelect, whose output has a
      * run-time length that codegen/cg_dynamic.c plans at the larger branch */
@@ -131,13 +156,13 @@ static int lower_if(cg_rw *w, mg_node *n) {
     if (n->n_out > 64) return 0;
     in[0] = cond;
     for (int k = 0; k < n->n_out; k++) in[1 + k] = tr[k], in[1 + n->n_out + k] = er[k];
-    cg_rw_node(w, MG_OP_MigcSelect, n->name, 1 + 2 * n->n_out, in, n->n_out, n->out);
+    cg_rw_node(w, MG_OP_MigcSelect, n->name, 1 + 2 * n->n_out, in, n->n_out, outs);
     return 1;
   }
   for (int k = 0; k < n->n_out; k++) {
-    if (!n->out[k]) continue;
+    if (!outs[k]) continue;
     mg_value *in[3] = {cond, tr[k], er[k]};
-    cg_rw_node(w, MG_OP_Where, n->name, 3, in, 1, &n->out[k]);
+    cg_rw_node(w, MG_OP_Where, n->name, 3, in, 1, &outs[k]);
   }
   return 1;
 }
@@ -221,7 +246,7 @@ static int lower_scan(cg_rw *w, mg_node *n) {
   for (int64_t t = 0; t < T && !w->failed; t++) {
     for (int i = 0; i < N; i++) bin[i] = state[i];
     for (int j = 0; j < M; j++) bin[N + j] = slices[j * T + t];
-    if (inline_body(w, body, bin, res)) return 0;
+    if (inline_body(w, body, bin, res, NULL)) return 0;
     for (int i = 0; i < N; i++) state[i] = res[i];
     for (int k = 0; k < K; k++) outs_t[k * T + t] = res[N + k];
   }

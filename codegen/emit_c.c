@@ -609,6 +609,7 @@ static void ctx_free(cg_ctx *c) {
   mg_free(c->dyn_guard);
   mg_free(c->vbound);
   mg_free(c->n_vbound);
+  mg_free(c->vexact);
 }
 
 /* Emits every node and the trailing copies; returns the count of unsupported nodes. */

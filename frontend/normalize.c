@@ -392,6 +392,22 @@ int normalize_node(import_ctx *c, mg_graph *g, mg_node *n, int64_t opset) {
     return opset < 13 ? ints_attr_to_input(c, g, n, "axes", 1) : 0;
   case MG_OP_Reshape:
     return opset < 5 ? ints_attr_to_input(c, g, n, "shape", 1) : 0;
+  case MG_OP_RoiAlign:
+    /* torchvision's roi_align symbolic (torch 1.13) is registered for opset 11
+     * only: at opset 16 and later it still writes no coordinate_transformation_mode,
+     * so the spec's new default, half_pixel, shifts every roi by half a pixel
+     * where roi_align(aligned=False) does not (ONNX Runtime computes the same as
+     * migc). Computed as the file says, and said. */
+    if (opset >= 16 && !mg_node_attr(n, "coordinate_transformation_mode") && c->m->producer_name &&
+        !strcmp(c->m->producer_name, "pytorch"))
+      mg_warn(c->d, GRAPH, n->name, n->op_type,
+              "RoiAlign at opset %lld has no coordinate_transformation_mode, so it samples with half_pixel "
+              "(the opset-16 default), as ONNX defines it; torch's exporter writes it so for "
+              "roi_align(aligned=False), which samples without the half-pixel shift, so the outputs differ "
+              "from the torch model's: set coordinate_transformation_mode=\"output_half_pixel\" or export "
+              "at opset 15 or earlier",
+              (long long)opset);
+    return 0;
   case MG_OP_TopK: {
     mg_attr k;
     if (opset >= 10 || !import_take_attr(n, "k", &k)) return 0;
