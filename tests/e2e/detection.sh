@@ -67,5 +67,33 @@ np.save(dst + '/boxes.npy', b)" "$work/${model}_op17/c" "$work" 2>/dev/null
   else echo "FAIL $model: a moved box still matches (the check cannot fail, or there are no detections)"; fail=$((fail + 1)); fi
   rm -f "$work"/*.npy
 done
+# A small run-time length: x[x > 0] is as long as the data says (the C output's
+# dims follow), and CumSum over it has no rule: reported, never computed over the
+# planned length.
+/usr/bin/python3 - "$work" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T
+d = sys.argv[1]
+def model(extra, path):
+    nodes = [h.make_node("Constant", [], ["zero"], value=h.make_tensor("z", T.FLOAT, [], [0.0])),
+             h.make_node("Greater", ["x", "zero"], ["m"]), h.make_node("NonZero", ["m"], ["nz"]),
+             h.make_node("Constant", [], ["ax"], value=h.make_tensor("a", T.INT64, [1], [0])),
+             h.make_node("Squeeze", ["nz", "ax"], ["idx"]), h.make_node("Gather", ["x", "idx"], ["pos"])] + extra
+    out = "y" if extra else "pos"
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [7])],
+                     [h.make_tensor_value_info(out, T.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+model([], d + "/pos.onnx")
+model([h.make_node("CumSum", ["pos", "ax"], ["y"])], d + "/cumsum.onnx")
+np.save(d + "/x.npy", np.array([1.5, -2, 0, 3, -0.5, 4, 0], np.float32))
+PY
+check "x[x > 0]: converts (--strict), builds" bash -c "'$MIGC' convert '$work/pos.onnx' --cpu-only --strict -o '$work/pos' && make -s -C '$work/pos/cpu'"
+check "x[x > 0]: the C output has the data's length and values" bash -c "'$work/pos/cpu/runner' --input x='$work/x.npy' \
+  --output-dir '$work/pos/run' && /usr/bin/python3 -c \"import numpy as np; y = np.load('$work/pos/run/pos.npy'); \
+assert y.tolist() == [1.5, 3.0, 4.0], y\""
+"$MIGC" convert "$work/cumsum.onnx" --cpu-only --strict -o "$work/cumsum" > "$work/cumsum.log" 2>&1
+rc=$?
+check "CumSum over a run-time length: reported, --strict exits 2" \
+  bash -c "[ $rc -eq 2 ] && grep -q '(CumSum): cpu: run-time length' '$work/cumsum.log'"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -508,8 +508,61 @@ static void test_lp_mvn(void **state) {
   free(x);
 }
 
+/* runtime/dynamic.c: NonZero into a max layout, ONNX Slice ranges, NMS. */
+static void test_dynamic(void **state) {
+  (void)state;
+  /* NonZero of a 2x3 int32 [[0, 5, 0], [7, 0, 9]]: (0,1) (1,0) (1,2); rows 8 apart */
+  int32_t x[6] = {0, 5, 0, 7, 0, 9};
+  int64_t shape[2] = {2, 3}, out[16];
+  memset(out, 0xff, sizeof out);
+  assert_int_equal(mg_nonzero(MG_RT_I32, 2, shape, x, out, 8), 3);
+  const int64_t rows[2][3] = {{0, 1, 1}, {1, 0, 2}};
+  for (int d = 0; d < 2; d++)
+    for (int i = 0; i < 3; i++) assert_int_equal(out[d * 8 + i], rows[d][i]);
+  assert_int_equal(out[3], -1); /* nothing past the count */
+  float f[4] = {0.0f, -0.0f, NAN, 1e-30f};
+  int64_t fs[1] = {4};
+  assert_int_equal(mg_nonzero(MG_RT_F32, 1, fs, f, out, 4), 2); /* NaN counts, -0.0 does not */
+
+  /* Slice ranges, by the ONNX rules on a run-time length of 10 */
+  int64_t first;
+  assert_int_equal(mg_slice_range(10, 0, INT64_MAX, 1, &first), 10), assert_int_equal(first, 0);
+  assert_int_equal(mg_slice_range(10, -3, INT64_MAX, 1, &first), 3), assert_int_equal(first, 7);
+  assert_int_equal(mg_slice_range(10, 1, -1, 2, &first), 4), assert_int_equal(first, 1); /* 1 3 5 7 */
+  assert_int_equal(mg_slice_range(10, -1, INT64_MIN, -3, &first), 4), assert_int_equal(first, 9); /* 9 6 3 0 */
+  assert_int_equal(mg_slice_range(0, 0, 50, 1, &first), 0);
+  assert_int_equal(mg_slice_range(4, 6, 50, 1, &first), 0);
+  int16_t src[5] = {10, 11, 12, 13, 14}, dst[5] = {0};
+  mg_copy_rows(2, 3, src, 4, -2, dst); /* rows 4 2 0 */
+  assert_int_equal(dst[0], 14), assert_int_equal(dst[1], 12), assert_int_equal(dst[2], 10);
+
+  /* NMS, one batch, two classes: boxes 0 and 1 overlap with IoU 81/119 (about
+   * 0.68), box 2 is apart. Class 0 keeps 1 (higher score) then 2; class 1 has
+   * box 0 above the score threshold only. */
+  const float boxes[3 * 4] = {0, 0, 10, 10, 1, 1, 11, 11, 20, 20, 30, 30};
+  const float scores[2 * 3] = {0.5f, 0.9f, 0.7f, 0.8f, 0.1f, 0.2f};
+  float scratch[64];
+  int64_t sel[3 * 6];
+  assert_true(mg_nms_scratch(3) <= 64);
+  int64_t cnt = mg_nms(1, 2, 3, boxes, 12, scores, 3, 10, 0.5f, 1, 0.3f, 0, sel, 6, scratch);
+  assert_int_equal(cnt, 3);
+  const int64_t want[3][3] = {{0, 0, 1}, {0, 0, 2}, {0, 1, 0}};
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 3; k++) assert_int_equal(sel[i * 3 + k], want[i][k]);
+  /* above IoU 0.7 nothing is suppressed; max_output_boxes_per_class 1 keeps one
+   * per class; a cap too small is -1 */
+  assert_int_equal(mg_nms(1, 2, 3, boxes, 12, scores, 3, 10, 0.7f, 1, 0.3f, 0, sel, 6, scratch), 4);
+  assert_int_equal(mg_nms(1, 2, 3, boxes, 12, scores, 3, 1, 0.5f, 1, 0.3f, 0, sel, 6, scratch), 2);
+  assert_int_equal(mg_nms(1, 2, 3, boxes, 12, scores, 3, 10, 0.7f, 1, 0.3f, 0, sel, 3, scratch), -1);
+  /* equal scores: the lower index first */
+  const float tie[3] = {0.5f, 0.5f, 0.5f};
+  assert_int_equal(mg_nms(1, 1, 3, boxes, 12, tie, 3, 10, 0.5f, 0, 0, 0, sel, 6, scratch), 2);
+  assert_int_equal(sel[2], 0), assert_int_equal(sel[5], 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dynamic),
       cmocka_unit_test(test_copy_transpose),  cmocka_unit_test(test_copy_nhwc),
       cmocka_unit_test(test_copy_reverse_broadcast), cmocka_unit_test(test_fill_maps),
       cmocka_unit_test(test_gather),          cmocka_unit_test(test_elements),
