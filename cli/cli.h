@@ -21,6 +21,13 @@ void cli_report(const mg_diags *d);
 /* The file name (without .npy) an output named `in` is written to by `migc run`
  * and by generated runners: '/', '\\', ':' and control characters become '_'. */
 void cli_safe_name(const char *in, char *out, size_t n);
+/* migc coverage's pieces, which convert uses on its one model: the built-in rule
+ * sets by target (rs[MAP_TARGET_CPU] stays NULL; 0, or -1 with a diagnostic), and
+ * the report of n analysed models in format md/json/html, written atomically to
+ * out (stdout when NULL; 0, or -1 after printing why). */
+struct rule_set;
+int cli_coverage_rules(struct rule_set **rs, mg_diags *d);
+int cli_coverage_write(void *models, int n, const int *on, const char *format, const char *out);
 /* True if argv has -h/--help. */
 int cli_wants_help(int argc, char **argv);
 #endif

@@ -8,6 +8,7 @@
  * OUTDIR` reads. */
 #include "cli.h"
 #include "codegen.h"
+#include "coverage.h"
 #include "export.h"
 #include "onnx_import.h"
 #include "passes.h"
@@ -299,6 +300,9 @@ int cmd_convert(int argc, char **argv) {
   wt_rules *rules = NULL;
   wt_binding *binds = NULL;
   int n_binds = 0, rc = EXIT_OK;
+  cov_model cm;
+  int have_cm = 0;
+  rule_set *rs[MAP_TARGET_COUNT] = {NULL, NULL, NULL};
   double t0 = seconds();
   /* import and prepare once; every target works on this one model. The weights
    * every output is made of (--weights, else the graph's own initializers) are
@@ -308,6 +312,16 @@ int cmd_convert(int argc, char **argv) {
   if (m && (weights ? weights_open(weights, key, &src, &d) : onnx_weights_open(m, &src, &d))) {
     rc = EXIT_BAD_INPUT;
     goto done;
+  }
+  /* the coverage report is this conversion's: the model's own nodes recorded
+   * before preparation, the rules applied after it, the CPU column from the
+   * C emitter's diagnostics */
+  if (m && !cpu_only) {
+    if (cli_coverage_rules(rs, &d) || coverage_begin(&cm, m, model)) {
+      rc = EXIT_BAD_INPUT;
+      goto done;
+    }
+    have_cm = 1;
   }
   bind_step bs = {src, weights, NULL, 0};
   if (!m || mg_prepare_with(m, ov, n_ov, bind_step_run, &bs, &d)) {
@@ -321,7 +335,12 @@ int cmd_convert(int argc, char **argv) {
   for (int i = 0; i < n_binds; i++) unbound += binds[i].kind == WT_UNBOUND;
   char cpu_dir[PATH_MAX];
   snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", outdir);
+  if (have_cm && coverage_map(&cm, m, rs)) {
+    rc = EXIT_INTERNAL;
+    goto done;
+  }
   cg_report r;
+  size_t first_cpu_diag = d.count;
   if (emit_c(m, &o, cpu_dir, &r, &d)) {
     rc = EXIT_BAD_INPUT;
     goto done;
@@ -368,23 +387,13 @@ int cmd_convert(int argc, char **argv) {
               st.renamed, st.dropped, st.bytes / 1e6);
       if (!weights) warn_anonymous_names(m, &d);
     }
-    cli_report(&d);
-    mg_diags_free(&d);
-    mg_diags_init(&d);
-    /* the same input shapes as the conversion, so the report says what was done */
-    char *cargv[80] = {"coverage", (char *)model, "--format", "json", "-o", cov_json};
-    char *margv[80] = {"coverage", (char *)model, "--format", "md", "-o", cov_md};
-    char shape_args[32][300];
-    int ca = 6;
-    for (int i = 0; i < n_ov; i++) {
-      char buf[256];
-      snprintf(shape_args[i], sizeof shape_args[i], "%s=%s", ov[i].name, mg_shape_str(&ov[i].shape, buf, sizeof buf));
-      cargv[ca] = margv[ca] = "--input-shape";
-      cargv[ca + 1] = margv[ca + 1] = shape_args[i];
-      ca += 2;
+    const int on[MAP_TARGET_COUNT] = {1, 1, 1};
+    if (coverage_cpu(&cm, &d, first_cpu_diag) || coverage_end(&cm)) {
+      rc = EXIT_INTERNAL;
+      goto done;
     }
-    cargv[ca] = margv[ca] = NULL;
-    if (cmd_coverage(ca, cargv) || cmd_coverage(ca, margv)) rc = rc ? rc : EXIT_BAD_INPUT;
+    if (cli_coverage_write(&cm, 1, on, "json", cov_json) || cli_coverage_write(&cm, 1, on, "md", cov_md))
+      rc = rc ? rc : EXIT_BAD_INPUT;
     const char *names[3] = {"cpu", "ascend", "mindspore"};
     for (int t = 1; t < 3; t++) {
       double rate = converted_rate(cov_json, names[t]);
@@ -405,6 +414,8 @@ int cmd_convert(int argc, char **argv) {
 done:
   cli_report(&d);
   mg_diags_free(&d);
+  if (have_cm) coverage_free(&cm);
+  for (int t = 0; t < MAP_TARGET_COUNT; t++) rules_free(rs[t]);
   mg_free(binds);
   wt_rules_free(rules);
   wt_close(src);

@@ -1,6 +1,7 @@
 /* migc coverage MODEL.onnx... [--target cpu,ascend,mindspore] [--format md|json|html]
  *                [-o FILE] [--rules R.xml]... */
 #include "cli.h"
+#include "codegen.h"
 #include "coverage.h"
 #include <errno.h>
 #include <jansson.h>
@@ -299,6 +300,49 @@ static void to_html(const report *r, FILE *f) {
              "</script>\n</body></html>\n");
 }
 
+int cli_coverage_write(void *models, int n, const int *on, const char *format, const char *out) {
+  report r = {{0}, models, n};
+  memcpy(r.on, on, sizeof r.on);
+  FILE *f = stdout;
+  char tmp[PATH_MAX];
+  if (out) {
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
+    f = fopen(tmp, "w");
+    if (!f) {
+      fprintf(stderr, "migc coverage: cannot write %s: %s\n", out, strerror(errno));
+      return -1;
+    }
+  }
+  if (!strcmp(format, "json")) {
+    json_t *j = to_json(&r);
+    json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', f);
+    json_decref(j);
+  } else if (!strcmp(format, "html")) {
+    to_html(&r, f);
+  } else {
+    to_md(&r, f);
+  }
+  if (out && (fclose(f) || rename(tmp, out))) {
+    unlink(tmp);
+    fprintf(stderr, "migc coverage: cannot write %s\n", out);
+    return -1;
+  }
+  return 0;
+}
+
+int cli_coverage_rules(rule_set **rs, mg_diags *d) {
+  rs[MAP_TARGET_CPU] = NULL;
+  rs[MAP_TARGET_ASCEND] = rules_new("ascend");
+  rs[MAP_TARGET_MINDSPORE] = rules_new("mindspore");
+  const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/aclnn.xml", dir);
+  if (!rs[1] || !rs[2] || rules_load(rs[1], path, d)) return -1;
+  snprintf(path, sizeof path, "%s/mindspore.xml", dir);
+  return rules_load(rs[2], path, d) ? -1 : 0;
+}
+
 int cmd_coverage(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     help(stdout);
@@ -359,13 +403,8 @@ int cmd_coverage(int argc, char **argv) {
   mg_diags d;
   mg_diags_init(&d);
   int rc = EXIT_OK;
-  rule_set *rs[MAP_TARGET_COUNT] = {NULL, rules_new("ascend"), rules_new("mindspore")};
-  const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/aclnn.xml", dir);
-  if (!rs[1] || !rs[2] || rules_load(rs[1], path, &d)) rc = EXIT_BAD_INPUT;
-  snprintf(path, sizeof path, "%s/mindspore.xml", dir);
-  if (!rc && rules_load(rs[2], path, &d)) rc = EXIT_BAD_INPUT;
+  rule_set *rs[MAP_TARGET_COUNT];
+  if (cli_coverage_rules(rs, &d)) rc = EXIT_BAD_INPUT;
   for (int i = 0; i < n_rules && !rc; i++) {
     /* a user file says its target in its root element; load it into that set */
     mg_diags probe;
@@ -390,37 +429,12 @@ int cmd_coverage(int argc, char **argv) {
   }
   for (int i = 0; i < n_models; i++) {
     if (n_models > 1) fprintf(stderr, "coverage: [%d/%d] %s\n", i + 1, n_models, models[i]);
-    if (coverage_analyze_shaped(models[i], ov, n_ov, rs, &r.models[i], &d)) rc = EXIT_BAD_INPUT;
+    /* the CPU column is the C emitter's own check, as convert runs it */
+    if (coverage_analyze(models[i], ov, n_ov, rs, r.on[MAP_TARGET_CPU] ? cg_check_model : NULL, &r.models[i], &d))
+      rc = EXIT_BAD_INPUT;
     r.n_models++;
   }
-  FILE *f = stdout;
-  char tmp[PATH_MAX];
-  if (out) {
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-    f = fopen(tmp, "w");
-    if (!f) {
-      fprintf(stderr, "migc coverage: cannot write %s: %s\n", out, strerror(errno));
-      rc = EXIT_BAD_INPUT;
-      goto done;
-    }
-  }
-  if (!strcmp(format, "json")) {
-    json_t *j = to_json(&r);
-    json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    fputc('\n', f);
-    json_decref(j);
-  } else if (!strcmp(format, "html")) {
-    to_html(&r, f);
-  } else {
-    to_md(&r, f);
-  }
-  if (out) {
-    if (fclose(f) || rename(tmp, out)) {
-      unlink(tmp);
-      fprintf(stderr, "migc coverage: cannot write %s\n", out);
-      rc = EXIT_BAD_INPUT;
-    }
-  }
+  if (cli_coverage_write(r.models, r.n_models, r.on, format, out)) rc = EXIT_BAD_INPUT;
 done:
   cli_report(&d);
   for (int i = 0; i < r.n_models; i++) coverage_free(&r.models[i]);

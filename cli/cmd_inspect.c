@@ -1,5 +1,6 @@
 /* migc inspect MODEL.onnx [--json] [--input-shape NAME=DIMS]... */
 #include "cli.h"
+#include "codegen.h"
 #include "coverage.h"
 #include "onnx_import.h"
 #include "passes.h"
@@ -158,9 +159,9 @@ int cmd_inspect(int argc, char **argv) {
     param_bytes += (int64_t)m->graph->inits[i]->nbytes;
   }
   d.file = path;
-  /* Preparation and the coverage summary line in one pass: the analysis
-   * `migc coverage` reports runs mg_prepare on m itself. Without rules, plain
-   * preparation. */
+  /* The coverage summary line is `migc coverage`'s analysis, on a model of its
+   * own (its CPU column runs the C emitter's check, which rewrites the model);
+   * m is prepared for the statistics. */
   double rate[MAP_TARGET_COUNT] = {0};
   int have_rates = 0, prepared = 0;
   {
@@ -173,17 +174,16 @@ int cmd_inspect(int argc, char **argv) {
     int ok = rs[1] && rs[2] && !rules_load(rs[1], rp, &quiet);
     snprintf(rp, sizeof rp, "%s/mindspore.xml", dir);
     ok = ok && !rules_load(rs[2], rp, &quiet);
-    if (ok) {
+    size_t errors = d.errors;
+    prepared = !mg_prepare(m, ov, n_ov, &d) && d.errors == errors;
+    if (ok && prepared) {
       cov_model cm;
-      size_t errors = d.errors;
-      int r = coverage_analyze_model(m, path, ov, n_ov, rs, &cm, &d);
-      prepared = !r && !cm.prepare_failed && d.errors == errors;
+      int r = coverage_analyze(path, ov, n_ov, rs, cg_check_model, &cm, &quiet);
+      have_rates = !r && !cm.prepare_failed;
       for (int t = 0; t < MAP_TARGET_COUNT; t++) rate[t] = coverage_rate(&cm, t);
-      have_rates = prepared;
       coverage_free(&cm);
-    } else {
+    } else if (!ok) {
       mg_warn(&d, IO, NULL, NULL, "coverage rules could not be loaded from %s", dir);
-      prepared = !mg_prepare(m, ov, n_ov, &d);
     }
     for (int t = 0; t < MAP_TARGET_COUNT; t++) rules_free(rs[t]);
     mg_diags_free(&quiet);

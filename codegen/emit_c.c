@@ -555,6 +555,12 @@ static int emit_node(cg_ctx *c, const mg_node *n) {
       if (n->out[k]) emit_trace(c, storage_of(c, n->out[k]));
   }
   if (ok) return 0;
+  /* what was fused into it is not computed either */
+  const mg_node *absorbed[2] = {c->act[n->id], c->silu_mul[n->id]};
+  for (int k = 0; k < 2; k++)
+    if (absorbed[k])
+      mg_error(c->d, UNSUPPORTED, absorbed[k]->name, absorbed[k]->op_type,
+               "cpu: fused into '%s' (%s), which is not converted", n->name, n->op_type);
   c->body.len = body_len;
   c->statics.len = statics_len;
   if (c->body.s) c->body.s[body_len] = 0;
@@ -667,6 +673,7 @@ static void bound_runtime_lengths(cg_ctx *c) {
     for (int k = 0; k < x->shape.rank; k++) y->shape.d[k] = x->shape.d[k];
     y->shape.d[x->shape.rank - 1].v = cnt > 0 ? cnt : 1;
     y->shape.d[x->shape.rank - 1].sym = NULL;
+    y->shape_declared = 0;
     if (!exact) c->bounded[y->id] = 1;
   }
 }

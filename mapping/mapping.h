@@ -43,10 +43,9 @@ typedef struct {
 enum { MAP_TARGET_CPU, MAP_TARGET_ASCEND, MAP_TARGET_MINDSPORE, MAP_TARGET_COUNT };
 const char *map_target_name(int t);
 
-/* Maps one node for a rules target (rs) or, when rs is NULL, for the CPU backend.
- * The detail string is mg_malloc'd. Precondition: shapes were inferred. */
+/* Maps one node for a rules target (rs; NULL gives MAP_UNSUPPORTED_OP: the CPU
+ * target has no rules, its emitter's check decides, see coverage_cpu). The detail
+ * string is mg_malloc'd. Precondition: shapes were inferred. */
 node_map map_node(const mg_node *n, const rule_set *rs);
 void node_map_free(node_map *m);
-/* Whether the CPU backend has a kernel for op (runtime/kernels.def). */
-int map_cpu_supports(mg_op op);
 #endif

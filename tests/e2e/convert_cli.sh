@@ -104,5 +104,8 @@ check "a parameter-free model converts (exit 0), says no checkpoint was written,
 check "without --weights, anonymous checkpoint names are warned about" bash -c \
   "'$MIGC' convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 -o '$work/anon' 2>&1 | \
    grep -q \"anonymous names ('onnx::Conv_\""
+check "convert opens the model file once (import once; coverage, weights and C from that model)" bash -c \
+  "strace -f -e trace=openat -o '$work/openat.log' '$MIGC' convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 \
+   -o '$work/once' > /dev/null 2>&1 && [ \$(grep -c 'tiny_cnn.onnx\"' '$work/openat.log') -eq 1 ] && [ -s '$work/once/coverage.json' ]"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

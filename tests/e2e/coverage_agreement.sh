@@ -1,0 +1,51 @@
+#!/bin/bash
+# One meaning of "supported" (issue 11): for every model of the torchvision zoo
+# (both export styles) and every conformance model, with and without
+# --input-shape, the CPU converted count `migc coverage` reports equals what
+# `migc convert --target cpu` converts (tests/fixtures/coverage_agreement.py).
+# The zoo is exported once into build/fixtures/tv (shared with the other suites).
+# usage: tests/e2e/coverage_agreement.sh BUILD_DIR
+set -u -o pipefail
+BUILD=${1:-build}
+cd "$(dirname "$0")/../.."
+MIGC=$BUILD/migc
+ZOO=resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,googlenet,inception_v3,regnet_y_400mf,convnext_tiny,vit_b_16,swin_t,maxvit_t,deeplabv3_mobilenet_v3_large,fcn_resnet50,lraspp_mobilenet_v3_large
+tv=build/fixtures/tv
+/usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$ZOO" --opsets 17 --modes default,preserve \
+  > /dev/null 2>&1 || { echo "zoo export failed"; exit 1; }
+zoo=()
+for m in ${ZOO//,/ }; do zoo+=("$tv/${m}_op17_default.onnx" "$tv/${m}_op17_preserve.onnx"); done
+mapfile -t conf < <(find ../shared/onnx-conformance -name '*.onnx' | sort)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+check() { # name command...
+  local name=$1; shift
+  if "$@" > "$work/last.log" 2>&1; then echo "ok   $name: $(tail -1 "$work/last.log")"; pass=$((pass + 1))
+  else echo "FAIL $name"; grep FAIL "$work/last.log" | head -10 | sed 's/^/     /'; tail -1 "$work/last.log"; fail=$((fail + 1)); fi
+}
+A="/usr/bin/python3 tests/fixtures/coverage_agreement.py $MIGC $work"
+check "zoo, both export styles" $A "${zoo[@]}"
+check "zoo, with --input-shape" $A --input-shape-from-model "${zoo[@]}"
+check "conformance models" $A "${conf[@]}"
+check "conformance models, with --input-shape" $A --input-shape-from-model "${conf[@]}"
+# the check can fail: a CPU count that is one off is caught
+/usr/bin/python3 - "$MIGC" "$work" > /dev/null <<'PY' && pass=$((pass + 1)) || { echo "FAIL the agreement check cannot fail"; fail=$((fail + 1)); }
+import json, subprocess, sys, os
+sys.path.insert(0, "tests/fixtures")
+import coverage_agreement as ca
+real = subprocess.run
+def lying(args, **kw):
+    out = real(args, **kw)
+    if "coverage" in args:
+        j = json.loads(out.stdout)
+        for m in j["models"]:
+            m["targets"]["cpu"]["converted_nodes"] -= 1
+        out.stdout = json.dumps(j)
+    return out
+subprocess.run = lying
+sys.argv = ["x", sys.argv[1], sys.argv[2], "samples/tiny_cnn.onnx"]
+sys.exit(0 if ca.main() == 1 else 1)
+PY
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
