@@ -153,6 +153,14 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
     snprintf(why, wn, "input rank %d; the rule allows %s", x->shape.rank, allowed);
     return 0;
   }
+  case REQ_PRESENT: {
+    int given = q->input < n->n_in && n->in[q->input] != NULL;
+    const char *want = q->n_values ? q->values[0] : "optional";
+    if (!strcmp(want, "optional") || given == !strcmp(want, "required")) return 1;
+    *status = MAP_UNSUPPORTED_ATTR;
+    snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input, given ? "given" : "absent", want);
+    return 0;
+  }
   case REQ_STATIC:
     if (x && mg_shape_is_static(&x->shape) && !x->shape_declared) return 1;
     *status = MAP_DYNAMIC_SHAPE;
@@ -203,7 +211,7 @@ node_map map_node(const mg_node *n, const rule_set *rs) {
   }
   char why[768] = "";
   map_status fail = MAP_UNSUPPORTED_OP;
-  int tried = 0;
+  int tried = 0, best = 0;
   for (int i = 0; i < rs->n; i++) {
     const rule *r = &rs->rules[i];
     if (r->op != n->op || r->removed) continue;
@@ -212,9 +220,15 @@ node_map map_node(const mg_node *n, const rule_set *rs) {
       continue;
     }
     tried = 1;
-    int ok = 1;
-    for (int k = 0; k < r->n_reqs && ok; k++) ok = check(n, &r->reqs[k], &fail, why, sizeof why);
-    if (!ok) continue;
+    int ok = 1, k = 0;
+    char why_here[768];
+    map_status fail_here = fail;
+    for (; k < r->n_reqs && ok; k++) ok = check(n, &r->reqs[k], &fail_here, why_here, sizeof why_here);
+    if (!ok) {
+      /* the reason of the rule that came closest (most requirements met) */
+      if (k > best) best = k, fail = fail_here, snprintf(why, sizeof why, "%s", why_here);
+      continue;
+    }
     if (r->call) {
       m.status = MAP_SUPPORTED;
       m.detail = fmt("%s", r->call);
@@ -223,6 +237,7 @@ node_map map_node(const mg_node *n, const rule_set *rs) {
     char missing[128];
     if (!decomposable(rs, r, 0, missing, sizeof missing)) {
       fail = MAP_UNSUPPORTED_OP;
+      best = r->n_reqs + 1;
       snprintf(why, sizeof why, "decomposes into %s, which has no rule", missing);
       continue;
     }

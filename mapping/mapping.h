@@ -28,6 +28,13 @@ rule_set *rules_new(const char *target);
 int rules_load(rule_set *rs, const char *path, mg_diags *d);
 void rules_free(rule_set *rs);
 const char *rules_target(const rule_set *rs);
+/* Whether id is in the value vocabulary of rules files (mapping/values.def). */
+int rules_value_known(const char *id);
+/* Checks one value expression of a rule for op: quotes and parentheses balanced,
+ * every identifier in the vocabulary (or an aclnn enum name, ACL_..., when
+ * acl_enums), every attr(NAME) a canonical attribute of op. 0, or -1 with the
+ * reason in why. */
+int rules_check_value(const char *v, mg_op op, int acl_enums, char *why, size_t wn);
 /* Number of ops with at least one rule. */
 int rules_op_count(const rule_set *rs);
 /* Whether op has a rule (any opset). */

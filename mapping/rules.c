@@ -77,6 +77,62 @@ static int split_list(rule_set *rs, const char *text, const char ***out) {
   return n;
 }
 
+static const char *const VALUES[] = {
+#define VALUE(name, what) #name,
+#include "values.def"
+#undef VALUE
+};
+
+int rules_value_known(const char *id) {
+  for (size_t i = 0; i < sizeof VALUES / sizeof VALUES[0]; i++)
+    if (!strcmp(VALUES[i], id)) return 1;
+  return 0;
+}
+
+static int is_id_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_id_char(char c) { return is_id_start(c) || (c >= '0' && c <= '9'); }
+
+int rules_check_value(const char *v, mg_op op, int acl_enums, char *why, size_t wn) {
+  if (!v || !*v) return snprintf(why, wn, "empty value"), -1;
+  int depth = 0;
+  for (const char *p = v; *p;) {
+    if (*p == '\'') {
+      const char *e = strchr(p + 1, '\'');
+      if (!e) return snprintf(why, wn, "unterminated string in '%s'", v), -1;
+      p = e + 1;
+    } else if (is_id_start(*p)) {
+      char id[64];
+      size_t n = 0;
+      while (is_id_char(*p) && n < sizeof id - 1) id[n++] = *p++;
+      id[n] = 0;
+      int acl = acl_enums && !strncmp(id, "ACL_", 4);
+      if (!rules_value_known(id) && !acl) return snprintf(why, wn, "unknown value '%s' in '%s'", id, v), -1;
+      if (!strcmp(id, "attr") && *p == '(') {
+        const char *s = p + 1;
+        n = 0;
+        while (is_id_char(*s) && n < sizeof id - 1) id[n++] = *s++;
+        id[n] = 0;
+        mg_attr_kind kind;
+        int hd;
+        const char *dt;
+        if (!mg_op_attr_spec(op, id, &kind, &hd, &dt))
+          return snprintf(why, wn, "attr(%s) is not an attribute of %s", id, mg_op_name(op)), -1;
+        depth++; /* the '(' skipped with the name */
+        p = s;
+      }
+    } else if (*p >= '0' && *p <= '9') {
+      while (is_id_char(*p) || *p == '.') p++;
+    } else {
+      if (*p == '(') depth++;
+      if (*p == ')' && --depth < 0) return snprintf(why, wn, "unbalanced ')' in '%s'", v), -1;
+      if (!strchr("(), *+-/[]", *p)) return snprintf(why, wn, "unexpected '%c' in '%s'", *p, v), -1;
+      p++;
+    }
+  }
+  if (depth) return snprintf(why, wn, "unbalanced '(' in '%s'", v), -1;
+  return 0;
+}
+
 #define BAD(node, ...)                                                                      \
   do {                                                                                      \
     char _m[512];                                                                           \
@@ -146,7 +202,14 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
         q.kind = REQ_STATIC;
         if (strcmp(stat, "true")) BAD(c, "static must be \"true\"");
       } else if (input) {
-        continue; /* documentation only */
+        char *present = prop(rs, c, "present"), *end = NULL;
+        long idx = strtol(input, &end, 10);
+        if (!end || *end || idx < 0 || idx > 64) BAD(c, "input must be an input index, got '%s'", input);
+        if (!present || (strcmp(present, "required") && strcmp(present, "optional") && strcmp(present, "absent")))
+          BAD(c, "<require input> needs present=\"required\", \"optional\" or \"absent\"");
+        if (rc) continue;
+        q.kind = REQ_PRESENT, q.input = (int)idx;
+        q.n_values = split_list(rs, present, &q.values);
       } else {
         BAD(c, "<require> needs attr+values, dtype, rank, static or input");
         continue;
@@ -158,6 +221,38 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
       r.call = prop(rs, c, "api");
       if (!r.call) r.call = prop(rs, c, "fn");
       if (!r.call) BAD(c, "<call> needs api (mindspore) or fn (ascend)");
+      r.kind = prop(rs, c, "kind");
+      int n_args = 0;
+      for (xmlNode *a = c->children; a; a = a->next) n_args += a->type == XML_ELEMENT_NODE;
+      r.args = mg_arena_alloc(&rs->arena, sizeof(rule_arg) * (size_t)(n_args + 1));
+      if (!r.args) return -1;
+      for (xmlNode *a = c->children; a; a = a->next) {
+        if (a->type != XML_ELEMENT_NODE) continue;
+        if (strcmp((const char *)a->name, "arg")) {
+          BAD(a, "unexpected <%s> in <call> (expected <arg>)", a->name);
+          continue;
+        }
+        rule_arg g = {prop(rs, a, "name"), prop(rs, a, "value"), -1};
+        char *pos = prop(rs, a, "pos"), why[300];
+        /* "*operands": Python's variadic parameter */
+        const char *id = g.name && g.name[0] == '*' ? g.name + 1 : g.name;
+        if (!id || !*id || !is_id_start(id[0])) {
+          BAD(a, "<arg> needs a name that is an identifier");
+          continue;
+        }
+        for (const char *q = id; *q; q++)
+          if (!is_id_char(*q)) BAD(a, "argument name '%s' is not an identifier", g.name);
+        for (int k = 0; k < r.n_args; k++)
+          if (!strcmp(r.args[k].name, g.name)) BAD(a, "argument '%s' given twice", g.name);
+        if (pos) {
+          char *end;
+          g.pos = (int)strtol(pos, &end, 10);
+          if (*end || g.pos < 0) BAD(a, "pos must be a parameter index, got '%s'", pos);
+        }
+        if (rules_check_value(g.value, r.op, !strcmp(rs->target, "ascend"), why, sizeof why))
+          BAD(a, "argument '%s': %s", g.name, why);
+        r.args[r.n_args++] = g;
+      }
     } else if (!strcmp(name, "decompose")) {
       if (r.call || r.n_decompose) BAD(c, "a rule has one <call> or one <decompose>");
       char *into = prop(rs, c, "into");

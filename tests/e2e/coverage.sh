@@ -65,7 +65,13 @@ else bad "convert --strict on a custom op (exit $rc)"; fi
 printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="mindspore.ops.relu">\n</rule>\n</rules>\n' > "$work/malformed.xml"
 printf '<rules target="mindspore">\n<rule op="NoSuchOp">\n<call api="x"/>\n</rule>\n</rules>\n' > "$work/unknown.xml"
 printf '<rules target="mindspore">\n<rule op="Relu"><call api="a"/></rule>\n<rule op="Relu"><call api="b"/></rule>\n</rules>\n' > "$work/dup.xml"
-for r in malformed.xml:4 unknown.xml:2 dup.xml:3; do
+# a value outside the vocabulary (mapping/values.def), an attr() the op does not
+# have, and a <require input> without a valid present
+printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="a">\n<arg name="x" value="frobnicate(input(0))"/>\n</call>\n</rule>\n</rules>\n' > "$work/value.xml"
+printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="a">\n<arg name="x" value="input(0)"/>\n<arg name="y" value="attr(group)"/>\n</call>\n</rule>\n</rules>\n' > "$work/attr.xml"
+printf '<rules target="mindspore">\n<rule op="LSTM">\n<require input="4" present="sometimes"/>\n<call api="a"/>\n</rule>\n</rules>\n' > "$work/present.xml"
+printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="a">\n<arg name="x" value="input(0)"/>\n<arg name="x" value="input(0)"/>\n</call>\n</rule>\n</rules>\n' > "$work/argtwice.xml"
+for r in malformed.xml:4 unknown.xml:2 dup.xml:3 value.xml:4 attr.xml:5 present.xml:3 argtwice.xml:5; do
   f=${r%%:*} line=${r##*:}
   "$MIGC" coverage "$work/bad/custom_op.onnx" --rules "$work/$f" >/dev/null 2>"$work/err"; rc=$?
   # libxml2 reports a malformed file where it noticed the problem, which may be past the tag
@@ -73,6 +79,44 @@ for r in malformed.xml:4 unknown.xml:2 dup.xml:3; do
     ok "rules error $f: $(head -1 "$work/err")"
   else bad "rules error $f: rc=$rc $(head -1 "$work/err")"; fi
 done
+
+# every <require> is enforced, and the report names the one that failed: an LSTM
+# with sequence_lens (MindSpore's rule wants input 4 absent), a Conv whose
+# auto_pad no MindSpore rule allows, a dtype aclnn's Equal rule excludes
+/usr/bin/python3 - "$work" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+d = sys.argv[1]
+def save(name, nodes, ins, outs, inits=()):
+    g = h.make_graph(nodes, name, ins, outs, list(inits))
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), "%s/%s.onnx" % (d, name))
+f = lambda n, s: h.make_tensor_value_info(n, T.FLOAT, s)
+r = np.random.default_rng(0)
+w = lambda n, *s: nh.from_array(r.standard_normal(s).astype(np.float32), n)
+lens = nh.from_array(np.array([5], np.int32), "lens")
+for tag, extra in (("lstm_lens", ["lens"]), ("lstm_plain", [])):
+    save(tag, [h.make_node("LSTM", ["x", "W", "R", "B"] + extra, ["y"], hidden_size=3)],
+         [f("x", [5, 1, 4])], [f("y", None)], [w("W", 1, 12, 4), w("R", 1, 12, 3), w("B", 1, 24)] + ([lens] if extra else []))
+save("conv_same_lower", [h.make_node("Conv", ["x", "k"], ["y"], auto_pad="SAME_LOWER", kernel_shape=[2, 2])],
+     [f("x", [1, 1, 5, 5])], [f("y", None)], [w("k", 1, 1, 2, 2)])
+save("equal_f32", [h.make_node("Equal", ["a", "b"], ["y"])], [f("a", [3]), f("b", [3])],
+     [h.make_tensor_value_info("y", T.BOOL, None)])
+PY
+req() { # name model target status reason-substring
+  local name=$1 model=$2 t=$3 st=$4 why=$5
+  "$MIGC" coverage "$work/$model.onnx" --format json -o "$work/$model.json" 2>/dev/null
+  if jq -e --arg t "$t" --arg st "$st" --arg why "$why" \
+       '[.models[0].ops[] | select((.status[$t] == $st) and (.reason[$t] | contains($why)))] | length > 0' \
+       "$work/$model.json" > /dev/null; then ok "$name"
+  else bad "$name: $(jq -c --arg t "$t" '[.models[0].ops[] | {op, s: .status[$t], r: .reason[$t]}]' "$work/$model.json")"; fi
+}
+req "LSTM with sequence_lens: MindSpore says which requirement failed" lstm_lens mindspore unsupported-attribute \
+  "input 4 is given; the rule requires it absent"
+req "... and the same LSTM without it maps" lstm_plain mindspore supported "mindspore.nn.LSTM"
+req "Conv auto_pad=SAME_LOWER: MindSpore names the attribute and what its rules allow" conv_same_lower mindspore \
+  unsupported-attribute "attribute auto_pad=SAME_LOWER; the rule allows"
+req "Equal on float32: aclnn names the dtype its rule excludes" equal_f32 ascend unsupported-dtype \
+  "dtype float32; the rule allows"
 
 # HTML: one self-contained page that renders in headless Chromium
 "$MIGC" coverage "$tv/resnet18_op17_default.onnx" "$work/bad/custom_op.onnx" --format html -o "$work/report.html" 2>/dev/null

@@ -21,6 +21,7 @@
 
 #include "dtype.h"
 #include "ir.h"
+#include "mapping.h"
 
 static xmlDocPtr g_ms, g_acl;
 static json_t *g_ms_api, *g_acl_api;
@@ -171,27 +172,8 @@ static int tmpl_match(const char *t, const char *s) {
 
 /* ---------- value expressions ---------- */
 
-/* The vocabulary of value expressions (docs/rules-schema.md plus the named
- * translations listed in docs/rules-notes.md). An emitter implements exactly these. */
-static const char *const VOCAB[] = {
-    "True", "False", "None",
-    /* schema */
-    "attr", "shape", "has_input", "dtype", "pads_tblr", "perm",
-    /* operands */
-    "input", "inputs", "output", "const", "rank", "out_shape", "out_rank", "out_dtype",
-    "data", "bool", "ms_dtype", "acl_dtype", "contiguous_strides",
-    /* named translations */
-    "kernel_shape", "strides", "dilations", "pads", "pads_hw", "pads_torch",
-    "zeros_spatial", "spatial_axes", "reduce_axes", "reshape_shape", "expand_shape",
-    "split_sizes", "resize_size", "gather_index", "gather_out", "gemm_c",
-    "cube_math_type", "slice_view", "dropout_mask_scratch", "lstm_gates_iofc_to_ifgo",
-    NULL};
-
-static int in_vocab(const char *id) {
-  for (int i = 0; VOCAB[i]; i++)
-    if (!strcmp(VOCAB[i], id)) return 1;
-  return 0;
-}
+/* The vocabulary is the loader's own (mapping/values.def): one table. */
+static int in_vocab(const char *id) { return rules_value_known(id); }
 
 static int acl_enum_known(const char *id) {
   const char *k;
