@@ -46,14 +46,26 @@ static int finite_scalar(const mg_value *v, float *out) {
   return 1;
 }
 
+/* The epilogue enumerator of an op in fused_acts.def; NULL for any other op. */
+static const char *act_enum(mg_op op) {
+  switch (op) {
+#define FUSED_ACT(name, e) case MG_OP_##name: return "MG_ACT_" #e;
+#include "fused_acts.def"
+#undef FUSED_ACT
+  default:
+    return NULL;
+  }
+}
+/* every row's enumerator exists in the runtime */
+#define FUSED_ACT(name, e) _Static_assert(MG_ACT_##e > MG_ACT_NONE, "fused_acts.def: " #name);
+#include "fused_acts.def"
+#undef FUSED_ACT
+
 /* Whether activation node a can run as an epilogue of its input's producer. */
 static int fusable_act(const mg_node *a) {
-  if (!a->out[0] || a->out[0]->dtype != MG_F32) return 0;
+  if (!a->out[0] || a->out[0]->dtype != MG_F32 || !act_enum(a->op)) return 0;
   float lo, hi;
   switch (a->op) {
-  case MG_OP_Relu: case MG_OP_LeakyRelu: case MG_OP_HardSigmoid: case MG_OP_HardSwish:
-  case MG_OP_Sigmoid: case MG_OP_Tanh:
-    return 1;
   case MG_OP_Gelu: {
     const char *ap = mg_attr_str(a, "approximate", "none");
     return !strcmp(ap, "none") || !strcmp(ap, "tanh");
@@ -61,7 +73,7 @@ static int fusable_act(const mg_node *a) {
   case MG_OP_Clip:
     return a->n_in == 3 && finite_scalar(a->in[1], &lo) && finite_scalar(a->in[2], &hi);
   default:
-    return 0;
+    return 1;
   }
 }
 
@@ -74,22 +86,18 @@ void cg_fused_act(cg_ctx *c, const mg_node *n, cg_act *out) {
     out->act = "MG_ACT_SILU";
     return;
   }
-  switch (a->op) {
-  case MG_OP_Relu: out->act = "MG_ACT_RELU"; break;
-  case MG_OP_LeakyRelu: out->act = "MG_ACT_LEAKY_RELU"; out->a = mg_attr_float(a, "alpha", 0.01f); break;
+  out->act = act_enum(a->op);
+  if (!out->act) out->act = "MG_ACT_NONE"; /* cannot happen: cg_fuse fused it from the table */
+  switch (a->op) { /* the parameters */
+  case MG_OP_LeakyRelu: out->a = mg_attr_float(a, "alpha", 0.01f); break;
   case MG_OP_HardSigmoid:
-    out->act = "MG_ACT_HARDSIGMOID";
     out->a = mg_attr_float(a, "alpha", 0.2f);
     out->b = mg_attr_float(a, "beta", 0.5f);
     break;
-  case MG_OP_HardSwish: out->act = "MG_ACT_HARDSWISH"; break;
-  case MG_OP_Sigmoid: out->act = "MG_ACT_SIGMOID"; break;
-  case MG_OP_Tanh: out->act = "MG_ACT_TANH"; break;
   case MG_OP_Gelu:
-    out->act = strcmp(mg_attr_str(a, "approximate", "none"), "tanh") ? "MG_ACT_GELU" : "MG_ACT_GELU_TANH";
+    if (!strcmp(mg_attr_str(a, "approximate", "none"), "tanh")) out->act = "MG_ACT_GELU_TANH";
     break;
   case MG_OP_Clip:
-    out->act = "MG_ACT_CLIP";
     finite_scalar(a->in[1], &out->a);
     finite_scalar(a->in[2], &out->b);
     break;

@@ -104,6 +104,27 @@ check "a parameter-free model converts (exit 0), says no checkpoint was written,
 check "without --weights, anonymous checkpoint names are warned about" bash -c \
   "'$MIGC' convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 -o '$work/anon' 2>&1 | \
    grep -q \"anonymous names ('onnx::Conv_\""
+# Each activation the backend documents as an epilogue fuses into the Conv before
+# it (the list here is the spec; codegen/fused_acts.def is the code's one table)
+/usr/bin/python3 - "$work" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+d = sys.argv[1]
+k = nh.from_array(np.ones((2, 1, 1, 1), np.float32), "k")
+for act in ("Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Gelu", "Clip"):
+    extra, inits = [], [k]
+    if act == "Clip":
+        extra = ["lo", "hi"]
+        inits += [nh.from_array(np.array(0, np.float32), "lo"), nh.from_array(np.array(6, np.float32), "hi")]
+    g = h.make_graph([h.make_node("Conv", ["x", "k"], ["c"]), h.make_node(act, ["c"] + extra, ["y"])], act,
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 1, 4, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 2, 4, 4])], inits)
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 20)]), "%s/fuse_%s.onnx" % (d, act))
+PY
+for act in Relu LeakyRelu HardSigmoid HardSwish Sigmoid Tanh Gelu Clip; do
+  check "$act fuses into the Conv before it" bash -c \
+    "'$MIGC' convert '$work/fuse_$act.onnx' --cpu-only -o '$work/fuse_$act' 2>&1 | grep -q ', 1 activations fused,'"
+done
 check "convert opens the model file once (import once; coverage, weights and C from that model)" bash -c \
   "strace -f -e trace=openat -o '$work/openat.log' '$MIGC' convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 \
    -o '$work/once' > /dev/null 2>&1 && [ \$(grep -c 'tiny_cnn.onnx\"' '$work/openat.log') -eq 1 ] && [ -s '$work/once/coverage.json' ]"
