@@ -210,7 +210,6 @@ static void compare_outputs(vctx *v, mg_array *outs) {
   }
 }
 
-#ifdef MIGC_HAVE_AUTODIFF
 /* The module prefix of a torch parameter name ("layer1.0.conv1.weight" ->
  * "layer1.0.conv1"; "" for a top-level parameter). */
 static void module_prefix(const char *param, char *out, size_t n) {
@@ -299,12 +298,10 @@ static int transpose_copy(const mg_array *a, mg_array *out) {
   out->dims[0] = c, out->dims[1] = r;
   return 0;
 }
-#endif
 
 /* Runs the autodiff and compares gradients. 0, or -1 when grad_run fails (an op
  * without a VJP is reported by name through the diagnostics). */
 static int compare_gradients(vctx *v) {
-#ifdef MIGC_HAVE_AUTODIFF
   mg_graph *g = v->m->graph;
   mg_array *cot = calloc((size_t)g->n_outputs + 1, sizeof *cot);
   if (!cot) return -1;
@@ -380,11 +377,6 @@ static int compare_gradients(vctx *v) {
   }
   group_gradients(v);
   return 0;
-#else
-  mg_error(&v->d, UNSUPPORTED, NULL, NULL,
-           "--grad: this migc was built without verify/autodiff.c (grad_run); gradients cannot be checked");
-  return -1;
-#endif
 }
 
 /* Reads OUTDIR/convert.json: the model it was converted from. */
@@ -514,9 +506,7 @@ static int parse_args(vctx *v, int argc, char **argv) {
 }
 
 static void vctx_free(vctx *v) {
-#ifdef MIGC_HAVE_AUTODIFF
   if (v->have_grads) grad_result_free(&v->grads);
-#endif
   if (v->outs && v->m) mg_arrays_free(v->outs, v->m->graph->n_outputs);
   free(v->inputs);
   if (v->ref) mg_arrays_free(v->ref, v->n_ref);

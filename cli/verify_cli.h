@@ -9,9 +9,7 @@
 #include "policy.h"
 #include <jansson.h>
 #include <limits.h>
-#ifdef MIGC_HAVE_AUTODIFF
 #include "autodiff.h"
-#endif
 
 struct wt_source;
 
@@ -65,9 +63,7 @@ typedef struct {
   int n_wres;
   int wchecked, wunmapped;
   const char *wunmapped_names[64]; /* the first of them, borrowed from the map */
-#ifdef MIGC_HAVE_AUTODIFF
   grad_result grads;
-#endif
   int have_grads;
   struct wt_source *pth_src;
   loc_result loc;

@@ -16,9 +16,6 @@ size_t mg_dtype_size(mg_dtype t) { return (unsigned)t < MG_DTYPE_COUNT ? info[t]
 const char *mg_dtype_name(mg_dtype t) {
   return (unsigned)t < MG_DTYPE_COUNT ? info[t].name : "?";
 }
-const char *mg_dtype_numpy(mg_dtype t) {
-  return (unsigned)t < MG_DTYPE_COUNT ? info[t].numpy : "";
-}
 
 int mg_dtype_is_float(mg_dtype t) {
   return t == MG_F32 || t == MG_F64 || t == MG_F16 || t == MG_BF16;

@@ -33,7 +33,6 @@ typedef enum {
 
 size_t mg_dtype_size(mg_dtype t);      /* 0 for undefined and string */
 const char *mg_dtype_name(mg_dtype t); /* "float32"; "?" when out of range */
-const char *mg_dtype_numpy(mg_dtype t); /* numpy descr, "" when numpy has none */
 int mg_dtype_valid(int onnx_id);
 int mg_dtype_is_float(mg_dtype t);
 int mg_dtype_is_int(mg_dtype t); /* signed or unsigned integer, not bool */

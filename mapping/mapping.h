@@ -35,8 +35,6 @@ int rules_value_known(const char *id);
  * acl_enums), every attr(NAME) a canonical attribute of op. 0, or -1 with the
  * reason in why. */
 int rules_check_value(const char *v, mg_op op, int acl_enums, char *why, size_t wn);
-/* Number of ops with at least one rule. */
-int rules_op_count(const rule_set *rs);
 /* Whether op has a rule (any opset). */
 int rules_has_op(const rule_set *rs, mg_op op);
 

@@ -41,12 +41,6 @@ int rules_has_op(const rule_set *rs, mg_op op) {
   return 0;
 }
 
-int rules_op_count(const rule_set *rs) {
-  int count = 0;
-  for (int op = 1; op < MG_OP_COUNT; op++) count += rules_has_op(rs, (mg_op)op);
-  return count;
-}
-
 static char *prop(rule_set *rs, xmlNode *n, const char *name) {
   xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
   if (!v) return NULL;

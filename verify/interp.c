@@ -35,7 +35,6 @@ static interp_kernel *family_of(mg_op op) {
   return NULL;
 }
 
-int interp_supports(mg_op op) { return family_of(op) != NULL; }
 interp_kernel *interp_kernel_for(mg_op op) { return family_of(op); }
 
 static int owns_value(const mg_graph *g, const mg_value *v) {

@@ -50,6 +50,4 @@ int interp_run(mg_model *m, const mg_array *inputs, int n_inputs, const interp_o
  * fold what the shape-level folding in core/ leaves. */
 int interp_eval_node(mg_model *m, const mg_node *n, mg_array *outs, mg_diags *d);
 
-/* Whether the interpreter implements op (for coverage and the conformance runner). */
-int interp_supports(mg_op op);
 #endif

@@ -46,9 +46,6 @@ void pk_free(pk_ctx *c) {
   mg_free(c);
 }
 
-int pk_storage_count(const pk_ctx *c) { return c->n_st; }
-pk_storage *pk_storage_at(pk_ctx *c, int i) { return i >= 0 && i < c->n_st ? c->st[i] : NULL; }
-mg_arena *pk_arena(pk_ctx *c) { return &c->arena; }
 
 static uint64_t hash_str(const char *s);
 

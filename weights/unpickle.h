@@ -100,13 +100,8 @@ void pk_free(pk_ctx *c);
  * diagnostic (naming `what`, e.g. "data.pkl") and returns -1. */
 int pk_load(pk_ctx *c, const unsigned char *buf, size_t len, const char *what, size_t *used,
             pk_obj **out, mg_diags *d);
-/* The storages seen so far, in first-appearance order. */
-int pk_storage_count(const pk_ctx *c);
-pk_storage *pk_storage_at(pk_ctx *c, int i);
 /* The storage with `key`, or NULL. */
 pk_storage *pk_storage_find(pk_ctx *c, const char *key);
-/* The context's arena, for callers' scratch strings that live as long as it. */
-mg_arena *pk_arena(pk_ctx *c);
 
 /* Value of a dict entry whose key is the string `key` (the last such entry), or
  * NULL. */
