@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char RT_FILE[] = "elementwise.c";
@@ -116,57 +117,44 @@ static int rt_dtype_ok(mg_dtype t) { return cg_rt_dtype(t) != NULL && (is_numeri
 /* ---------------------------------------------------------------- unary */
 
 enum { T_FLOAT = 1, T_INT = 2, T_BOOL = 4 };
+enum { T_F = T_FLOAT, T_I = T_INT, T_B = T_BOOL, T_FI = T_FLOAT | T_INT };
 
 typedef struct {
-  mg_op op;
-  const char *rt;   /* mg_unop enumerator */
-  int types;        /* dtype classes the runtime computes exactly */
-  const char *a, *b; /* float attributes passed as the kernel's a, b (NULL: none) */
-  float da, db;      /* their defaults */
+  const char *rt; /* mg_unop enumerator's name; NULL: the op has no unary kernel */
+  int types;      /* dtype classes the runtime computes exactly */
+  int id;         /* the enumerator itself, so that a row naming none fails to compile */
 } unary_info;
 
-static const unary_info UNARY[] = {
-    {MG_OP_Abs, "MG_UN_ABS", T_FLOAT | T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Acos, "MG_UN_ACOS", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Acosh, "MG_UN_ACOSH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Asin, "MG_UN_ASIN", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Asinh, "MG_UN_ASINH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Atan, "MG_UN_ATAN", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Atanh, "MG_UN_ATANH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_BitwiseNot, "MG_UN_BITWISE_NOT", T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Ceil, "MG_UN_CEIL", T_FLOAT | T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Celu, "MG_UN_CELU", T_FLOAT, "alpha", NULL, 1.0f, 0},
-    {MG_OP_Cos, "MG_UN_COS", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Cosh, "MG_UN_COSH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Elu, "MG_UN_ELU", T_FLOAT, "alpha", NULL, 1.0f, 0},
-    {MG_OP_Erf, "MG_UN_ERF", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Exp, "MG_UN_EXP", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Floor, "MG_UN_FLOOR", T_FLOAT | T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Gelu, "MG_UN_GELU", T_FLOAT, NULL, NULL, 0, 0}, /* approximate: below */
-    {MG_OP_HardSigmoid, "MG_UN_HARDSIGMOID", T_FLOAT, "alpha", "beta", 0.2f, 0.5f},
-    {MG_OP_HardSwish, "MG_UN_HARDSWISH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_LeakyRelu, "MG_UN_LEAKY_RELU", T_FLOAT, "alpha", NULL, 0.01f, 0},
-    {MG_OP_Log, "MG_UN_LOG", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Mish, "MG_UN_MISH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Neg, "MG_UN_NEG", T_FLOAT | T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Not, "MG_UN_NOT", T_BOOL, NULL, NULL, 0, 0},
-    {MG_OP_Reciprocal, "MG_UN_RECIPROCAL", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Relu, "MG_UN_RELU", T_FLOAT | T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Round, "MG_UN_ROUND", T_FLOAT | T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Selu, "MG_UN_SELU", T_FLOAT, "alpha", "gamma", 1.67326319217681884765625f,
-     1.05070102214813232421875f},
-    {MG_OP_Shrink, "MG_UN_SHRINK", T_FLOAT, "lambd", "bias", 0.5f, 0},
-    {MG_OP_Sigmoid, "MG_UN_SIGMOID", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Sign, "MG_UN_SIGN", T_FLOAT | T_INT, NULL, NULL, 0, 0},
-    {MG_OP_Sin, "MG_UN_SIN", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Sinh, "MG_UN_SINH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Softplus, "MG_UN_SOFTPLUS", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Softsign, "MG_UN_SOFTSIGN", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Sqrt, "MG_UN_SQRT", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Tan, "MG_UN_TAN", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_Tanh, "MG_UN_TANH", T_FLOAT, NULL, NULL, 0, 0},
-    {MG_OP_ThresholdedRelu, "MG_UN_THRESHOLDED_RELU", T_FLOAT, "alpha", NULL, 1.0f, 0},
+/* From the unary column of ops.def. */
+static const unary_info UNARY[MG_OP_COUNT] = {
+#define UN(id, classes) "MG_UN_" #id, T_##classes, MG_UN_##id
+#define OP(name, mi, ma, mo, mao, rule, flags, unary, attrs) [MG_OP_##name] = {unary},
+#include "ops.def"
+#undef OP
+#undef UN
 };
+
+int cg_has_unary_kernel(mg_op op) { return (unsigned)op < MG_OP_COUNT && UNARY[op].rt; }
+
+/* The k-th float attribute of op's spec (the kernel's a for k = 0, b for 1),
+ * copied into name[64], and its default; NULL when the op has fewer. */
+static const char *float_attr(mg_op op, int k, char name[64], float *def) {
+  const char *p = mg_op_get(op)->attrs;
+  while (*p) {
+    while (*p == ' ') p++;
+    size_t len = strcspn(p, ":"), tok = strcspn(p, " ");
+    if (len < tok && !strncmp(p + len, ":f", 2) && (p[len + 2] == '=' || p[len + 2] == ' ' || !p[len + 2])) {
+      if (k-- == 0) {
+        if (len >= 64) return NULL;
+        memcpy(name, p, len), name[len] = 0;
+        *def = p[len + 2] == '=' ? strtof(p + len + 3, NULL) : 0.0f;
+        return name;
+      }
+    }
+    p += tok;
+  }
+  return NULL;
+}
 
 static int dtype_class(mg_dtype t) {
   return is_float(t) ? T_FLOAT : is_int(t) ? T_INT : t == MG_BOOL ? T_BOOL : 0;
@@ -194,12 +182,11 @@ static int check_same(cg_ctx *c, const mg_node *n, const mg_value *x, const mg_v
 
 /* All the one-input ops of UNARY. */
 static int emit_unary(cg_ctx *c, const mg_node *n) {
-  const unary_info *u = NULL;
+  const unary_info *u = cg_has_unary_kernel(n->op) ? &UNARY[n->op] : NULL;
   const mg_value *x = n->in[0], *y = n->out[0];
   const char *rt;
-  float a, b;
-  for (size_t i = 0; i < sizeof UNARY / sizeof UNARY[0]; i++)
-    if (UNARY[i].op == n->op) u = &UNARY[i];
+  char an[64], bn[64];
+  float a = 0.0f, b = 0.0f, da = 0.0f, db = 0.0f;
   if (!u) return cg_unsupported(c, n, "not an elementwise unary op");
   if (check_same(c, n, x, y)) return -1;
   if (!(dtype_class(x->dtype) & u->types) || !rt_dtype_ok(x->dtype))
@@ -210,8 +197,8 @@ static int emit_unary(cg_ctx *c, const mg_node *n) {
     if (!strcmp(ap, "tanh")) rt = "MG_UN_GELU_TANH";
     else if (strcmp(ap, "none")) return cg_unsupported(c, n, "attribute approximate='%s'", ap);
   }
-  a = u->a ? mg_attr_float(n, u->a, u->da) : 0.0f;
-  b = u->b ? mg_attr_float(n, u->b, u->db) : 0.0f;
+  if (float_attr(n->op, 0, an, &da)) a = mg_attr_float(n, an, da);
+  if (float_attr(n->op, 1, bn, &db)) b = mg_attr_float(n, bn, db);
   if (!isfinite(a) || !isfinite(b)) return cg_unsupported(c, n, "non-finite attribute");
   if (n->op == MG_OP_Celu && a == 0.0f) return cg_unsupported(c, n, "attribute alpha=0");
   if (cg_numel(y) == 0) return 0;
@@ -220,47 +207,8 @@ static int emit_unary(cg_ctx *c, const mg_node *n) {
   return 0;
 }
 
-#define UNARY_EMITTER(Op) \
-  int cg_emit_##Op(cg_ctx *c, const mg_node *n) { return emit_unary(c, n); }
-UNARY_EMITTER(Abs)
-UNARY_EMITTER(Acos)
-UNARY_EMITTER(Acosh)
-UNARY_EMITTER(Asin)
-UNARY_EMITTER(Asinh)
-UNARY_EMITTER(Atan)
-UNARY_EMITTER(Atanh)
-UNARY_EMITTER(BitwiseNot)
-UNARY_EMITTER(Ceil)
-UNARY_EMITTER(Celu)
-UNARY_EMITTER(Cos)
-UNARY_EMITTER(Cosh)
-UNARY_EMITTER(Elu)
-UNARY_EMITTER(Erf)
-UNARY_EMITTER(Exp)
-UNARY_EMITTER(Floor)
-UNARY_EMITTER(Gelu)
-UNARY_EMITTER(HardSigmoid)
-UNARY_EMITTER(HardSwish)
-UNARY_EMITTER(LeakyRelu)
-UNARY_EMITTER(Log)
-UNARY_EMITTER(Mish)
-UNARY_EMITTER(Neg)
-UNARY_EMITTER(Not)
-UNARY_EMITTER(Reciprocal)
-UNARY_EMITTER(Relu)
-UNARY_EMITTER(Round)
-UNARY_EMITTER(Selu)
-UNARY_EMITTER(Shrink)
-UNARY_EMITTER(Sigmoid)
-UNARY_EMITTER(Sign)
-UNARY_EMITTER(Sin)
-UNARY_EMITTER(Sinh)
-UNARY_EMITTER(Softplus)
-UNARY_EMITTER(Softsign)
-UNARY_EMITTER(Sqrt)
-UNARY_EMITTER(Tan)
-UNARY_EMITTER(Tanh)
-UNARY_EMITTER(ThresholdedRelu)
+/* Every op with a unary kernel in ops.def (emit_c.c's emitter_of asks). */
+int cg_emit_unary(cg_ctx *c, const mg_node *n) { return emit_unary(c, n); }
 #undef UNARY_EMITTER
 
 /* IsNaN / IsInf: float input, bool output. */
@@ -499,15 +447,9 @@ static const char *mean_divisor(cg_ctx *c, mg_dtype t, int count) {
 /* The value whose buffer v shares: v itself, or the source of the views (Reshape
  * and friends, which the driver aliases) it was made from. */
 static const mg_value *buffer_root(const mg_value *v) {
-  while (v->producer && v->producer->n_in > 0 && v->producer->in[0]) {
-    switch (v->producer->op) {
-    case MG_OP_Reshape: case MG_OP_Flatten: case MG_OP_Squeeze: case MG_OP_Unsqueeze:
-    case MG_OP_Identity: case MG_OP_Dropout:
-      v = v->producer->in[0];
-      continue;
-    default: return v;
-    }
-  }
+  while (v->producer && v->producer->n_in > 0 && v->producer->in[0] &&
+         (mg_op_get(v->producer->op)->flags & (MG_OPF_VIEW | MG_OPF_INFER_VIEW)))
+    v = v->producer->in[0];
   return v;
 }
 

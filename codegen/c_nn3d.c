@@ -112,7 +112,7 @@ int nd_emit_pool(cg_ctx *c, const mg_node *n, int kind) {
   const mg_value *x = n->in[0], *y = n->out[0];
   const mg_value *ind = kind == ND_POOL_MAX && n->n_out > 1 ? n->out[1] : NULL;
   int64_t xd[MG_MAX_RANK], p = kind == ND_POOL_LP ? mg_attr_int(n, "p", 2) : 2;
-  int64_t order = mg_attr_int(n, "storage_order", 0);
+  int64_t order = kind == ND_POOL_MAX ? mg_attr_int(n, "storage_order", 0) : 0;
   const int64_t *ks;
   int xr, nd;
   winnd g;

@@ -28,6 +28,9 @@ typedef struct cg_ctx cg_ctx;
  * them itself; the driver refuses string values at every other op but views) */
 enum { CG_INPLACE = 1, CG_EPILOGUE = 2, CG_STRINGS = 4 };
 
+/* the one emitter of every op with a unary kernel (ops.def's unary column) */
+int cg_emit_unary(cg_ctx *c, const mg_node *n);
+int cg_has_unary_kernel(mg_op op);
 #define KERNEL(name, flags) int cg_emit_##name(cg_ctx *c, const mg_node *n);
 #include "kernels.def"
 #undef KERNEL

@@ -170,7 +170,8 @@ static void track_vbounds(cg_ctx *c, const mg_node *n) {
   int64_t a[8], b[8], o[8];
   unsigned ea, eb, eo = 0;
   int na, nb, no = 0;
-  switch (n->op) {
+  /* a view keeps the elements in order: its bounds are its input's */
+  switch (mg_op_is_view(n->op) ? MG_OP_Identity : n->op) {
   case MG_OP_Shape:
     if (is_dyn(c, x) || is_static(x)) {
       int r = x->shape.rank, s = (int)mg_attr_int(n, "start", 0), e = (int)mg_attr_int(n, "end", r);
@@ -185,8 +186,7 @@ static void track_vbounds(cg_ctx *c, const mg_node *n) {
       }
     }
     break;
-  case MG_OP_Identity: case MG_OP_Unsqueeze: case MG_OP_Squeeze: case MG_OP_Reshape: case MG_OP_Flatten:
-  case MG_OP_Cast:
+  case MG_OP_Identity: case MG_OP_Cast:
     no = vb_get(c, x, o, &eo);
     break;
   case MG_OP_Mul: case MG_OP_Add: case MG_OP_Sub: {

@@ -16,15 +16,10 @@
  * more in the weights file than computing it at run time. */
 #define FOLD_MAX_BYTES ((size_t)64 << 20)
 
-static int is_random(mg_op op) {
-  return op == MG_OP_RandomNormal || op == MG_OP_RandomNormalLike || op == MG_OP_RandomUniform ||
-         op == MG_OP_RandomUniformLike || op == MG_OP_Bernoulli || op == MG_OP_Multinomial ||
-         op == MG_OP_Dropout || op == MG_OP_Gradient;
-}
-
 /* Evaluates node n if all its inputs are constant; 1 folded, 0 not, -1 OOM. */
 static int fold_with_interp(mg_model *m, mg_node *n) {
-  if (is_random(n->op) || n->op == MG_OP_UNKNOWN || n->n_out > 64) return 0;
+  /* a Gradient's value depends on the graph around it, not only on its inputs */
+  if (mg_op_is_random(n->op) || n->op == MG_OP_Gradient || n->op == MG_OP_UNKNOWN || n->n_out > 64) return 0;
   for (int i = 0; i < n->n_in; i++)
     if (n->in[i] && (!n->in[i]->data || n->in[i]->vtype != MG_VT_TENSOR)) return 0;
   size_t total = 0;

@@ -49,6 +49,7 @@ void cg_buf_free(cg_buf *b) {
 /* ------------------------------------------------------------ tables */
 
 int cg_kernel_flags(mg_op op) {
+  if (cg_has_unary_kernel(op)) return CG_INPLACE;
   switch (op) {
 #define KERNEL(name, flags) case MG_OP_##name: return (flags);
 #include "kernels.def"
@@ -60,6 +61,7 @@ int cg_kernel_flags(mg_op op) {
 
 typedef int cg_emitter(cg_ctx *c, const mg_node *n);
 static cg_emitter *emitter_of(mg_op op) {
+  if (cg_has_unary_kernel(op)) return cg_emit_unary;
   switch (op) {
 #define KERNEL(name, flags) case MG_OP_##name: return cg_emit_##name;
 #include "kernels.def"
@@ -69,16 +71,8 @@ static cg_emitter *emitter_of(mg_op op) {
   }
 }
 
-int cg_is_view(const mg_node *n) {
-  switch (n->op) {
-  case MG_OP_Reshape: case MG_OP_Flatten: case MG_OP_Squeeze: case MG_OP_Unsqueeze: case MG_OP_Identity:
-    return 1;
-  case MG_OP_Dropout: /* inference: the mask output is unused (checked in check_node) */
-    return 1;
-  default:
-    return 0;
-  }
-}
+/* Dropout is an INFER_VIEW: its mask output is unused (checked in check_node). */
+int cg_is_view(const mg_node *n) { return (mg_op_get(n->op)->flags & (MG_OPF_VIEW | MG_OPF_INFER_VIEW)) != 0; }
 
 void cg_ident(const char *name, char *out, size_t n) {
   size_t k = 0;

@@ -214,10 +214,11 @@ static int fold_gather_like(mg_arena *a, mg_node *n, num *x, num *idx) {
   int64_t *src = mg_arena_alloc(a, sizeof(int64_t) * (size_t)(cnt + 1));
   if (!src) return -1;
   const mg_shape *s = &x->shape;
-  switch (n->op) {
-  case MG_OP_Reshape: case MG_OP_Flatten: case MG_OP_Squeeze: case MG_OP_Unsqueeze:
+  if (mg_op_is_view(n->op)) {
     for (int64_t k = 0; k < cnt; k++) src[k] = k;
-    break;
+    goto gathered;
+  }
+  switch (n->op) {
   case MG_OP_Expand:
     for (int64_t k = 0; k < cnt; k++) src[k] = bcast(&o->shape, s, k);
     break;
@@ -257,6 +258,7 @@ static int fold_gather_like(mg_arena *a, mg_node *n, num *x, num *idx) {
   default:
     return 0;
   }
+gathered:;
   int64_t *ri = mg_arena_alloc(a, sizeof(int64_t) * (size_t)(cnt + 1));
   double *rf = mg_arena_alloc(a, sizeof(double) * (size_t)(cnt + 1));
   if (!ri || !rf) return -1;
@@ -269,14 +271,14 @@ static int fold_gather_like(mg_arena *a, mg_node *n, num *x, num *idx) {
 }
 
 int fold_supports(mg_op op) {
+  if (mg_op_is_view(op)) return 1;
   switch (op) {
   case MG_OP_Add: case MG_OP_Sub: case MG_OP_Mul: case MG_OP_Div: case MG_OP_Mod:
   case MG_OP_Pow: case MG_OP_Max: case MG_OP_Min: case MG_OP_Equal: case MG_OP_Less:
   case MG_OP_Greater: case MG_OP_LessOrEqual: case MG_OP_GreaterOrEqual: case MG_OP_And:
   case MG_OP_Or: case MG_OP_Xor: case MG_OP_Cast: case MG_OP_Neg:
   case MG_OP_Abs: case MG_OP_Floor: case MG_OP_Ceil: case MG_OP_Sqrt: case MG_OP_Reciprocal:
-  case MG_OP_Round: case MG_OP_Sign: case MG_OP_Not: case MG_OP_Reshape: case MG_OP_Flatten:
-  case MG_OP_Squeeze: case MG_OP_Unsqueeze: case MG_OP_Expand: case MG_OP_Gather:
+  case MG_OP_Round: case MG_OP_Sign: case MG_OP_Not: case MG_OP_Expand: case MG_OP_Gather:
   case MG_OP_Transpose: case MG_OP_Concat: case MG_OP_Slice: case MG_OP_Where:
   case MG_OP_Range: case MG_OP_ConstantOfShape: case MG_OP_ReduceProd: case MG_OP_ReduceSum:
   case MG_OP_ReduceMax: case MG_OP_ReduceMin: case MG_OP_Size: case MG_OP_Shape:
@@ -308,6 +310,10 @@ int fold_node(mg_node *n) {
       goto done;
     }
   }
+  if (mg_op_is_view(n->op)) {
+    rc = fold_gather_like(out, n, &x[0], NULL);
+    goto done;
+  }
   switch (n->op) {
   case MG_OP_Shape: case MG_OP_Size: {
     const mg_shape *s = &n->in[0]->shape;
@@ -328,7 +334,7 @@ int fold_node(mg_node *n) {
     rc = store(out, o, v, NULL, k);
     goto done;
   }
-  case MG_OP_Identity: case MG_OP_Cast: case MG_OP_CastLike: case MG_OP_Neg: case MG_OP_Abs:
+  case MG_OP_Cast: case MG_OP_CastLike: case MG_OP_Neg: case MG_OP_Abs:
   case MG_OP_Floor: case MG_OP_Ceil: case MG_OP_Sqrt: case MG_OP_Reciprocal: case MG_OP_Round:
   case MG_OP_Sign: case MG_OP_Not:
     if (n->op == MG_OP_CastLike) {
@@ -339,7 +345,6 @@ int fold_node(mg_node *n) {
       rc = fold_unary(out, n, &x[0]);
     }
     goto done;
-  case MG_OP_Reshape: case MG_OP_Flatten: case MG_OP_Squeeze: case MG_OP_Unsqueeze:
   case MG_OP_Expand: case MG_OP_Transpose:
     rc = fold_gather_like(out, n, &x[0], NULL);
     goto done;

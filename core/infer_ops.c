@@ -137,7 +137,8 @@ static int conv_like(infer_ctx *c, mg_node *n, const mg_value *x, const mg_value
   if ((ns && (int)ns != sp) || (nd && (int)nd != sp) || (np && (int)np != 2 * sp))
     return bad(c, n, "strides, dilations or pads do not match the input's rank");
   const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
-  int ceil_mode = (int)mg_attr_int(n, "ceil_mode", 0);
+  int is_pool = n->op == MG_OP_MaxPool || n->op == MG_OP_AveragePool || n->op == MG_OP_LpPool;
+  int ceil_mode = is_pool ? (int)mg_attr_int(n, "ceil_mode", 0) : 0;
   mg_shape s = {.rank = x->shape.rank};
   s.d[0] = x->shape.d[0];
   s.d[1] = channels;

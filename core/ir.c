@@ -1,4 +1,5 @@
 #include "ir.h"
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,9 @@ struct mg_mapping {
 };
 
 static const mg_op_info op_table[] = {
-    [MG_OP_UNKNOWN] = {"<unknown>", 0, -1, 0, -1, MG_SH_OWN, ""},
-#define OP(name, mi, ma, mo, mao, rule, attrs) \
-  [MG_OP_##name] = {#name, mi, ma, mo, mao, MG_SH_##rule, attrs},
+    [MG_OP_UNKNOWN] = {"<unknown>", 0, -1, 0, -1, MG_SH_OWN, 0, ""},
+#define OP(name, mi, ma, mo, mao, rule, flags, unary, attrs) \
+  [MG_OP_##name] = {#name, mi, ma, mo, mao, MG_SH_##rule, flags, attrs},
 #include "ops.def"
 #undef OP
 };
@@ -231,22 +232,49 @@ const mg_attr *mg_node_attr(const mg_node *n, const char *name) {
   return NULL;
 }
 
+#ifndef NDEBUG
+/* A lookup of an attribute that n's op does not declare (or declares with another
+ * kind) would silently return the caller's default: in debug builds it is a bug. */
+static int attr_declared(const mg_node *n, const char *name, mg_attr_kind want) {
+  mg_attr_kind kind;
+  int has_default;
+  const char *dflt;
+  if (n->op == MG_OP_UNKNOWN) return 1;
+  if (!mg_op_attr_spec(n->op, name, &kind, &has_default, &dflt)) {
+    fprintf(stderr, "migc: internal: %s has no attribute '%s' in ops.def\n", mg_op_name(n->op), name);
+    return 0;
+  }
+  if (kind != want && !(kind == MG_ATTR_TYPE && want == MG_ATTR_INT)) {
+    fprintf(stderr, "migc: internal: %s attribute '%s' read as another kind\n", mg_op_name(n->op), name);
+    return 0;
+  }
+  return 1;
+}
+#define CHECK_DECLARED(n, name, kind) assert(attr_declared(n, name, kind))
+#else
+#define CHECK_DECLARED(n, name, kind) ((void)0)
+#endif
+
 int64_t mg_attr_int(const mg_node *n, const char *name, int64_t dflt) {
+  CHECK_DECLARED(n, name, MG_ATTR_INT);
   const mg_attr *a = mg_node_attr(n, name);
   return a && a->kind == MG_ATTR_INT ? a->i : dflt;
 }
 
 float mg_attr_float(const mg_node *n, const char *name, float dflt) {
+  CHECK_DECLARED(n, name, MG_ATTR_FLOAT);
   const mg_attr *a = mg_node_attr(n, name);
   return a && a->kind == MG_ATTR_FLOAT ? a->f : dflt;
 }
 
 const char *mg_attr_str(const mg_node *n, const char *name, const char *dflt) {
+  CHECK_DECLARED(n, name, MG_ATTR_STRING);
   const mg_attr *a = mg_node_attr(n, name);
   return a && a->kind == MG_ATTR_STRING ? a->s : dflt;
 }
 
 size_t mg_attr_ints(const mg_node *n, const char *name, const int64_t **out) {
+  CHECK_DECLARED(n, name, MG_ATTR_INTS);
   const mg_attr *a = mg_node_attr(n, name);
   if (!a || a->kind != MG_ATTR_INTS) {
     *out = NULL;

@@ -37,16 +37,26 @@ typedef enum {
   MG_ATTR_STRINGS, MG_ATTR_TENSOR, MG_ATTR_GRAPH, MG_ATTR_TYPE
 } mg_attr_kind;
 
+/* Properties of an op that every stage asks about (the flags column of ops.def). */
+enum {
+  MG_OPF_VIEW = 1,       /* output 0 is input 0's elements in order under a new shape */
+  MG_OPF_INFER_VIEW = 2, /* a view at inference only (Dropout: its mask is unused) */
+  MG_OPF_RANDOM = 4      /* draws random numbers: never folded, never compared exactly */
+};
+
 typedef struct {
   const char *name;
   int min_in, max_in, min_out, max_out; /* max -1: variadic */
   mg_shape_rule shape_rule;
+  int flags;         /* MG_OPF_* */
   const char *attrs; /* canonical attribute spec, see ops.def */
 } mg_op_info;
 
 const mg_op_info *mg_op_get(mg_op op);
 mg_op mg_op_lookup(const char *name); /* MG_OP_UNKNOWN when not in ops.def */
 const char *mg_op_name(mg_op op);
+static inline int mg_op_is_view(mg_op op) { return (mg_op_get(op)->flags & MG_OPF_VIEW) != 0; }
+static inline int mg_op_is_random(mg_op op) { return (mg_op_get(op)->flags & MG_OPF_RANDOM) != 0; }
 /* The kind and default of attribute `name` of `op`; returns 0 if op has no such
  * attribute. *has_default is set when the spec gives one. */
 int mg_op_attr_spec(mg_op op, const char *name, mg_attr_kind *kind, int *has_default,

@@ -374,7 +374,9 @@ static int predicate(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue 
   if (!x) return it_fail(c, n, "missing input");
   mg_array *y = it_out(c, n, out, 0, MG_BOOL, x->rank, x->dims);
   if (!y) return -1;
-  int neg = (int)mg_attr_int(n, "detect_negative", 1), pos = (int)mg_attr_int(n, "detect_positive", 1);
+  int is_inf = n->op == MG_OP_IsInf; /* IsNaN has no detect_* attributes */
+  int neg = is_inf ? (int)mg_attr_int(n, "detect_negative", 1) : 1;
+  int pos = is_inf ? (int)mg_attr_int(n, "detect_positive", 1) : 1;
   int64_t k = it_numel(x);
   for (int64_t i = 0; i < k; i++) {
     double v = it_get_f64(x, i);

@@ -408,8 +408,9 @@ static int random_op(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue 
   rng r;
   rng_init(c, n, &r);
   int normal = n->op == MG_OP_RandomNormal || n->op == MG_OP_RandomNormalLike;
-  double a = normal ? mg_attr_float(n, "mean", 0) : mg_attr_float(n, "low", 0);
-  double b = normal ? mg_attr_float(n, "scale", 1) : mg_attr_float(n, "high", 1);
+  int uniform = !normal && n->op != MG_OP_Bernoulli;
+  double a = normal ? mg_attr_float(n, "mean", 0) : uniform ? mg_attr_float(n, "low", 0) : 0;
+  double b = normal ? mg_attr_float(n, "scale", 1) : uniform ? mg_attr_float(n, "high", 1) : 1;
   int64_t k = it_numel(y);
   for (int64_t i = 0; i < k; i++) {
     if (n->op == MG_OP_Bernoulli) it_set_f64(y, i, uniform01(&r) < it_get_f64(x, i) ? 1 : 0);

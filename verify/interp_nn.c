@@ -446,9 +446,9 @@ static int pool(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out
   geom g;
   if (geom_init(c, n, nd, xt->dims + 2, ks, (int)mg_attr_int(n, "ceil_mode", 0), &g)) return -1;
   int is_max = n->op == MG_OP_MaxPool, is_avg = n->op == MG_OP_AveragePool;
-  int include_pad = (int)mg_attr_int(n, "count_include_pad", 0);
-  int col_major = (int)mg_attr_int(n, "storage_order", 0);
-  double p = (double)mg_attr_int(n, "p", 2);
+  int include_pad = n->op == MG_OP_AveragePool && mg_attr_int(n, "count_include_pad", 0);
+  int col_major = is_max && mg_attr_int(n, "storage_order", 0);
+  double p = n->op == MG_OP_LpPool ? (double)mg_attr_int(n, "p", 2) : 2.0;
   int64_t yd[MG_ARRAY_MAX_RANK], planes = xt->dims[0] * xt->dims[1];
   yd[0] = xt->dims[0], yd[1] = xt->dims[1];
   for (int i = 0; i < nd; i++) yd[2 + i] = g.out[SP - nd + i];
@@ -517,7 +517,7 @@ static int global_pool(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalu
   mg_array *yt = it_out(c, n, out, 0, xt->dtype, xt->rank, yd);
   if (!yt) return -1;
   double *x = it_f64(c, n, xt), *y = x ? dalloc(c, n, planes) : NULL;
-  double p = (double)mg_attr_int(n, "p", 2);
+  double p = n->op == MG_OP_GlobalLpPool ? (double)mg_attr_int(n, "p", 2) : 2.0;
   for (int64_t pl = 0; y && pl < planes; pl++) {
     const double *xp = x + pl * sp;
     double acc = n->op == MG_OP_GlobalMaxPool ? -INFINITY : 0;

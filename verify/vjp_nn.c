@@ -139,7 +139,8 @@ static int pool(const vjp_args *a) {
   if (mg_attr_ints(a->n, "kernel_shape", &ks) != (size_t)(X->rank - 2)) return vjp_fail(a, "kernel_shape");
   window g;
   if (window_init(a, X, Y, ks, &g)) return -1;
-  int is_max = a->n->op == MG_OP_MaxPool, include_pad = (int)mg_attr_int(a->n, "count_include_pad", 0);
+  int is_max = a->n->op == MG_OP_MaxPool;
+  int include_pad = a->n->op == MG_OP_AveragePool && mg_attr_int(a->n, "count_include_pad", 0);
   int64_t planes = X->dims[0] * X->dims[1], is = prod3(g.in), os = prod3(g.out);
   double *x = vjp_f64(a, X);
   if (!x) return -1;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cg.h"
 #include "codegen.h"
 #include "onnx_import.h"
 #include "passes.h"
@@ -92,6 +93,33 @@ static void sweep(const char *model, const char *input, const char *shape) {
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ops.def's unary column: the runtime kernel takes two float parameters, a and b,
+ * which are the op's float attributes in the order its row lists them, so a row
+ * with a third float attribute, or one of another kind, would lose it silently
+ * (Gelu's approximate is the emitter's to choose the kernel with). */
+static void test_unary_column(void **state) {
+  (void)state;
+  int unary = 0;
+  for (int op = 1; op < MG_OP_COUNT; op++) {
+    if (!cg_has_unary_kernel((mg_op)op)) continue;
+    const mg_op_info *info = mg_op_get((mg_op)op);
+    unary++;
+    assert_int_equal(info->shape_rule, MG_SH_UNARY);
+    assert_true(info->min_in == 1 && info->max_in == 1 && info->max_out == 1);
+    int floats = 0;
+    for (const char *p = info->attrs; *p;) {
+      while (*p == ' ') p++;
+      size_t len = strcspn(p, ":");
+      if (!strncmp(p + len, ":f", 2) && (p[len + 2] == '=' || p[len + 2] == ' ' || !p[len + 2])) floats++;
+      else if (!(op == MG_OP_Gelu && !strncmp(p, "approximate:", 12))) fail_msg("%s: attribute %.*s is not a float", info->name, (int)len, p);
+      p += strcspn(p, " ");
+    }
+    assert_true(floats <= 2);
+  }
+  assert_true(cg_has_unary_kernel(MG_OP_Relu) && cg_has_unary_kernel(MG_OP_Not) && !cg_has_unary_kernel(MG_OP_Add));
+  assert_true(unary >= 30);
+}
+
 static void test_allocation_failures(void **state) {
   (void)state;
   char path[4096];
@@ -157,6 +185,7 @@ static void test_lowering_counts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lowering_counts),
+      cmocka_unit_test(test_unary_column),
       cmocka_unit_test(test_plan_near_lower_bound),
       cmocka_unit_test(test_allocation_failures),
   };

@@ -5,7 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "diag.h"
@@ -98,6 +102,50 @@ static void test_op_table(void **state) {
   assert_true(hd && !strncmp(dflt, "0.01", 4)); /* ONNX default */
 }
 
+/* The flags column: a view keeps its input's elements, so it has one output and
+ * is not random; the random ops produce new values (never a view). */
+static void test_op_flags(void **state) {
+  (void)state;
+  int views = 0, randoms = 0;
+  for (int op = 1; op < MG_OP_COUNT; op++) {
+    const mg_op_info *info = mg_op_get((mg_op)op);
+    if (info->flags & MG_OPF_VIEW) {
+      views++;
+      assert_int_equal(info->min_out, 1);
+      assert_int_equal(info->max_out, 1);
+      assert_true(info->min_in >= 1);
+      assert_false(info->flags & MG_OPF_RANDOM);
+    }
+    if (info->flags & MG_OPF_RANDOM) randoms++;
+    assert_false(info->flags & ~(MG_OPF_VIEW | MG_OPF_INFER_VIEW | MG_OPF_RANDOM));
+  }
+  assert_true(mg_op_is_view(MG_OP_Reshape) && mg_op_is_view(MG_OP_Identity) && !mg_op_is_view(MG_OP_Transpose));
+  assert_true(mg_op_is_random(MG_OP_RandomNormal) && mg_op_is_random(MG_OP_Dropout) && !mg_op_is_random(MG_OP_Relu));
+  assert_int_equal(views, 5);   /* Reshape Flatten Squeeze Unsqueeze Identity */
+  assert_int_equal(randoms, 7); /* four Random*, Bernoulli, Multinomial, Dropout */
+}
+
+/* Reading an attribute that the op's row does not declare would silently give the
+ * caller's default: debug builds abort, release builds return the default. */
+static void test_undeclared_attr_lookup(void **state) {
+  (void)state;
+  mg_node conv = {.op = MG_OP_Conv};
+  assert_int_equal(mg_attr_int(&conv, "group", 7), 7); /* declared, absent: the default */
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    (void)!freopen("/dev/null", "w", stderr);
+    _exit((int)mg_attr_int(&conv, "ceil_mode", 3)); /* pools have it, Conv does not */
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+#ifdef NDEBUG
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+#else
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+#endif
+}
+
 static void test_shapes(void **state) {
   (void)state;
   mg_shape s;
@@ -172,7 +220,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_f16_encoding), cmocka_unit_test(test_f16_decoding),
       cmocka_unit_test(test_bf16),         cmocka_unit_test(test_dtype_table),
-      cmocka_unit_test(test_op_table),     cmocka_unit_test(test_shapes),
+      cmocka_unit_test(test_op_table),     cmocka_unit_test(test_op_flags),
+      cmocka_unit_test(test_undeclared_attr_lookup), cmocka_unit_test(test_shapes),
       cmocka_unit_test(test_arena),        cmocka_unit_test(test_fault_injection_hook),
       cmocka_unit_test(test_diags),
   };
