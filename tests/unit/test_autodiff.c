@@ -180,6 +180,36 @@ static void test_vjp_matches_finite_differences(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* Every op with a VJP (a row of vjp_families.def) has a finite-difference model
+ * in the manifest: one named after the op, or the op then "_" and a variant. */
+static const char *const VJP_OPS[] = {
+#define OP(name) #name,
+#define FAMILY(fn)
+#include "vjp_families.def"
+#undef OP
+#undef FAMILY
+};
+
+static void test_every_vjp_has_a_model(void **state) {
+  (void)state;
+  char path[1024], name[256];
+  snprintf(path, sizeof path, "%s/manifest.txt", fixtures());
+  int missing = 0;
+  for (size_t k = 0; k < sizeof VJP_OPS / sizeof VJP_OPS[0]; k++) {
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    double lo, hi;
+    int found = 0;
+    size_t len = strlen(VJP_OPS[k]);
+    while (!found && fscanf(f, "%255s %lf %lf", name, &lo, &hi) == 3)
+      found = !strncmp(name, VJP_OPS[k], len) && (name[len] == 0 || name[len] == '_');
+    fclose(f);
+    if (!found) fprintf(stderr, "FAIL %s has a VJP but no finite-difference model\n", VJP_OPS[k]), missing++;
+  }
+  assert_true(sizeof VJP_OPS / sizeof VJP_OPS[0] >= 90);
+  assert_int_equal(missing, 0);
+}
+
 /* An op without a VJP on the path is an error naming the node and op. */
 static void test_missing_vjp_is_named(void **state) {
   (void)state;
@@ -256,6 +286,7 @@ static void test_gradient_op_uses_the_table(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vjp_matches_finite_differences),
+      cmocka_unit_test(test_every_vjp_has_a_model),
       cmocka_unit_test(test_missing_vjp_is_named),
       cmocka_unit_test(test_integer_paths_stop_silently),
       cmocka_unit_test(test_gradient_op_uses_the_table),
