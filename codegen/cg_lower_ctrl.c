@@ -11,13 +11,13 @@
  * Bodies holding nested subgraphs or unknown ops are left alone, and the driver
  * reports the node. */
 #include "cg_internal.h"
-#include "cg_rewrite.h"
+#include "rewrite.h"
 #include "infer.h"
 #include "passes.h"
 #include <string.h>
 
 typedef struct inliner {
-  cg_rw *w;
+  mg_rw *w;
   const mg_graph *body;
   mg_value **map; /* by body value id: its value in the outer graph */
   struct inliner *parent; /* the body this one is nested in (a nested If), or NULL */
@@ -56,17 +56,17 @@ static mg_value *outer(inliner *c, mg_value *v) {
   if (v->id < 0 || v->id >= c->body->n_values || c->body->values[v->id] != v)
     return c->parent ? outer(c->parent, v) : v;
   if (!c->map[v->id] && v->data)
-    c->map[v->id] = cg_rw_const(c->w, v->name, v->dtype, &v->shape, v->data, v->nbytes);
+    c->map[v->id] = mg_rw_const(c->w, v->name, v->dtype, &v->shape, v->data, v->nbytes);
   if (!c->map[v->id]) c->w->failed = 1;
   return c->map[v->id];
 }
 
-static int lower_if_in(cg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg_value **outs);
+static int lower_if_in(mg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg_value **outs);
 
 /* Inlines body with its inputs bound to in[]; fills res[] with the values of its
  * outputs. parent: the inliner of the body this one is nested in, or NULL. 0, or
  * -1 (w->failed set). */
-static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_value **res, inliner *parent) {
+static int inline_body(mg_rw *w, const mg_graph *body, mg_value *const *in, mg_value **res, inliner *parent) {
   inliner c = {w, body, mg_calloc((size_t)body->n_values + 1, sizeof(mg_value *)), parent};
   if (!c.map) {
     w->failed = 1;
@@ -85,7 +85,7 @@ static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_v
     int n_out = 0;
     for (int k = 0; k < n->n_out; k++) {
       mg_value *o = n->out[k];
-      outs[k] = o ? cg_rw_value(w, o->name, o->dtype, &o->shape) : NULL;
+      outs[k] = o ? mg_rw_value(w, o->name, o->dtype, &o->shape) : NULL;
       if (o && outs[k]) c.map[o->id] = outs[k];
       n_out++;
     }
@@ -94,13 +94,13 @@ static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_v
       if (nested_failed) break;
       continue;
     }
-    /* cg_rw_node rejects NULL entries, so omitted inputs/outputs are patched in after */
+    /* mg_rw_node rejects NULL entries, so omitted inputs/outputs are patched in after */
     mg_value *dummy_in[64], *dummy_out[64], *any = NULL;
     for (int k = 0; k < n_out && !any; k++) any = outs[k];
     if (!any) continue; /* no outputs: nothing can read it */
     for (int k = 0; k < n->n_in; k++) dummy_in[k] = ins[k] ? ins[k] : any;
     for (int k = 0; k < n_out; k++) dummy_out[k] = outs[k] ? outs[k] : any;
-    mg_node *m = cg_rw_node(w, n->op, n->name, n->n_in, dummy_in, n_out, dummy_out);
+    mg_node *m = mg_rw_node(w, n->op, n->name, n->n_in, dummy_in, n_out, dummy_out);
     if (!m) break;
     for (int k = 0; k < n->n_in; k++) m->in[k] = ins[k];
     for (int k = 0; k < n_out; k++) {
@@ -120,11 +120,11 @@ static int inline_body(cg_rw *w, const mg_graph *body, mg_value *const *in, mg_v
 }
 
 /* If: 1 lowered, 0 left alone. */
-static int lower_if(cg_rw *w, mg_node *n) { return lower_if_in(w, n, NULL, n->in[0], n->out); }
+static int lower_if(mg_rw *w, mg_node *n) { return lower_if_in(w, n, NULL, n->in[0], n->out); }
 
 /* If n (nested in parent's body when parent is not NULL) with its condition and
  * outputs as values of the graph being rewritten: 1 lowered, 0 left alone. */
-static int lower_if_in(cg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg_value **outs) {
+static int lower_if_in(mg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg_value **outs) {
   const mg_attr *ta = mg_node_attr(n, "then_branch"), *ea = mg_node_attr(n, "else_branch");
   if (!ta || !ea || !ta->g || !ea->g || !cond || cond->vtype != MG_VT_TENSOR) return 0;
   const mg_graph *tb = ta->g, *eb = ea->g;
@@ -135,7 +135,7 @@ static int lower_if_in(cg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg
   if (cond->data && mg_value_ints(cond, &c, 1) == 1) {
     if (inline_body(w, c ? tb : eb, NULL, tr, parent)) return 0;
     for (int k = 0; k < n->n_out; k++)
-      if (outs[k]) cg_rw_node(w, MG_OP_Identity, n->name, 1, &tr[k], 1, &outs[k]);
+      if (outs[k]) mg_rw_node(w, MG_OP_Identity, n->name, 1, &tr[k], 1, &outs[k]);
     return 1;
   }
   if (cond->dtype != MG_BOOL || mg_shape_numel(&cond->shape) != 1) return 0;
@@ -143,7 +143,7 @@ static int lower_if_in(cg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg
   for (int k = 0; k < n->n_out; k++) {
     const mg_value *t = tb->outputs[k], *e = eb->outputs[k];
     if (t->dtype != e->dtype || t->vtype != MG_VT_TENSOR || e->vtype != MG_VT_TENSOR) return 0;
-    if (!cg_rw_same_shape(&t->shape, &e->shape) || !mg_shape_is_static(&t->shape) ||
+    if (!mg_rw_same_shape(&t->shape, &e->shape) || !mg_shape_is_static(&t->shape) ||
         cond->shape.rank > t->shape.rank)
       same = 0;
     if (!outs[k]) return 0;
@@ -156,13 +156,13 @@ static int lower_if_in(cg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg
     if (n->n_out > 64) return 0;
     in[0] = cond;
     for (int k = 0; k < n->n_out; k++) in[1 + k] = tr[k], in[1 + n->n_out + k] = er[k];
-    cg_rw_node(w, MG_OP_MigcSelect, n->name, 1 + 2 * n->n_out, in, n->n_out, outs);
+    mg_rw_node(w, MG_OP_MigcSelect, n->name, 1 + 2 * n->n_out, in, n->n_out, outs);
     return 1;
   }
   for (int k = 0; k < n->n_out; k++) {
     if (!outs[k]) continue;
     mg_value *in[3] = {cond, tr[k], er[k]};
-    cg_rw_node(w, MG_OP_Where, n->name, 3, in, 1, &outs[k]);
+    mg_rw_node(w, MG_OP_Where, n->name, 3, in, 1, &outs[k]);
   }
   return 1;
 }
@@ -176,7 +176,7 @@ static mg_shape drop_axis(const mg_shape *s, int ax) {
 }
 
 /* Scan (opset >= 9): 1 lowered, 0 left alone. */
-static int lower_scan(cg_rw *w, mg_node *n) {
+static int lower_scan(mg_rw *w, mg_node *n) {
   const mg_attr *ba = mg_node_attr(n, "body");
   if (!ba || !ba->g || n->opset < 9) return 0;
   const mg_graph *body = ba->g;
@@ -227,16 +227,16 @@ static int lower_scan(cg_rw *w, mg_node *n) {
     ps.d[ax].v = 1;
     for (int64_t t = 0; t < T; t++) {
       ones[t] = 1;
-      pieces[t] = cg_rw_value(w, x->name, x->dtype, &ps);
+      pieces[t] = mg_rw_value(w, x->name, x->dtype, &ps);
     }
-    mg_value *split_in[2] = {x, cg_rw_const_i64(w, "scan_split", ones, (int)T, 1)};
-    mg_node *sp = cg_rw_node(w, MG_OP_Split, n->name, 2, split_in, (int)T, pieces);
-    cg_rw_attr_int(w, sp, "axis", ax);
-    mg_value *axv = cg_rw_const_i64(w, "scan_axes", &ax64, 1, 1);
+    mg_value *split_in[2] = {x, mg_rw_const_i64(w, "scan_split", ones, (int)T, 1)};
+    mg_node *sp = mg_rw_node(w, MG_OP_Split, n->name, 2, split_in, (int)T, pieces);
+    mg_rw_attr_int(w, sp, "axis", ax);
+    mg_value *axv = mg_rw_const_i64(w, "scan_axes", &ax64, 1, 1);
     mg_shape ss = drop_axis(&x->shape, ax);
     for (int64_t t = 0; t < T; t++) {
-      mg_value *sq = cg_rw_value(w, x->name, x->dtype, &ss), *sq_in[2] = {pieces[t], axv};
-      cg_rw_node(w, MG_OP_Squeeze, n->name, 2, sq_in, 1, &sq);
+      mg_value *sq = mg_rw_value(w, x->name, x->dtype, &ss), *sq_in[2] = {pieces[t], axv};
+      mg_rw_node(w, MG_OP_Squeeze, n->name, 2, sq_in, 1, &sq);
       int64_t pos = n_id && in_dirs[j] ? T - 1 - t : t;
       slices[j * T + pos] = sq;
     }
@@ -251,22 +251,22 @@ static int lower_scan(cg_rw *w, mg_node *n) {
     for (int k = 0; k < K; k++) outs_t[k * T + t] = res[N + k];
   }
   for (int i = 0; i < N; i++)
-    if (n->out[i]) cg_rw_node(w, MG_OP_Identity, n->name, 1, &state[i], 1, &n->out[i]);
+    if (n->out[i]) mg_rw_node(w, MG_OP_Identity, n->name, 1, &state[i], 1, &n->out[i]);
   for (int k = 0; k < K; k++) {
     mg_value *o = n->out[N + k];
     int64_t ax = n_oa ? out_axes[k] : 0;
     if (ax < 0) ax += o->shape.rank;
-    mg_value *axv = cg_rw_const_i64(w, "scan_axes", &ax, 1, 1), *parts[1024];
+    mg_value *axv = mg_rw_const_i64(w, "scan_axes", &ax, 1, 1), *parts[1024];
     for (int64_t t = 0; t < T; t++) {
       mg_value *e = outs_t[k * T + (n_od && out_dirs[k] ? T - 1 - t : t)];
       mg_shape us = o->shape;
       us.d[ax].v = 1;
-      mg_value *u = cg_rw_value(w, o->name, e->dtype, &us), *u_in[2] = {e, axv};
-      cg_rw_node(w, MG_OP_Unsqueeze, n->name, 2, u_in, 1, &u);
+      mg_value *u = mg_rw_value(w, o->name, e->dtype, &us), *u_in[2] = {e, axv};
+      mg_rw_node(w, MG_OP_Unsqueeze, n->name, 2, u_in, 1, &u);
       parts[t] = u;
     }
-    mg_node *cat = cg_rw_node(w, MG_OP_Concat, n->name, (int)T, parts, 1, &n->out[N + k]);
-    cg_rw_attr_int(w, cat, "axis", ax);
+    mg_node *cat = mg_rw_node(w, MG_OP_Concat, n->name, (int)T, parts, 1, &n->out[N + k]);
+    mg_rw_attr_int(w, cat, "axis", ax);
   }
   return !w->failed;
 }
@@ -276,8 +276,8 @@ int cg_lower_control(mg_model *m, mg_diags *d, int *changed) {
   int any = 0;
   for (int i = 0; i < g->n_nodes; i++) any |= g->nodes[i]->op == MG_OP_If || g->nodes[i]->op == MG_OP_Scan;
   if (!any) return 0;
-  cg_rw w;
-  cg_rw_begin(&w, m, g);
+  mg_rw w;
+  mg_rw_begin(&w, m, g);
   int n_nodes = g->n_nodes;
   mg_node **orig = mg_malloc(sizeof *orig * (size_t)(n_nodes + 1));
   if (!orig) goto oom;
@@ -290,11 +290,11 @@ int cg_lower_control(mg_model *m, mg_diags *d, int *changed) {
     if (!done && !w.failed) { /* drop anything a failed attempt appended */
       w.n = before;
       w.changed = changed_before;
-      cg_rw_keep(&w, n);
+      mg_rw_keep(&w, n);
     }
   }
   mg_free(orig);
-  if (cg_rw_end(&w)) goto oom;
+  if (mg_rw_end(&w)) goto oom;
   *changed += w.changed;
   if (!w.changed) return 0;
   if (pass_dce(m) < 0) goto oom;

@@ -10,13 +10,13 @@
  * without a rule here, a non-float or non-static value, or whose inputs are not
  * the xs values themselves is left alone, and the driver reports it. */
 #include "cg_internal.h"
-#include "cg_rewrite.h"
+#include "rewrite.h"
 #include "infer.h"
 #include "passes.h"
 #include <string.h>
 
 typedef struct {
-  cg_rw *w;
+  mg_rw *w;
   const mg_node *g;  /* the Gradient node, for names */
   mg_value **grad;   /* by forward value id: its accumulated cotangent, or NULL */
   char *reaches;     /* by forward value id: an xs depends on it... i.e. it depends on an xs */
@@ -26,19 +26,19 @@ static int is_float(mg_dtype t) { return t == MG_F32 || t == MG_F64 || t == MG_F
 
 /* A new node value of the given shape, named after the Gradient node. */
 static mg_value *val(grad_ctx *c, mg_dtype t, const mg_shape *s) {
-  return cg_rw_value(c->w, c->g->out[0] ? c->g->out[0]->name : "grad", t, s);
+  return mg_rw_value(c->w, c->g->out[0] ? c->g->out[0]->name : "grad", t, s);
 }
 
 /* op(a, b) (b NULL for unary ops) as a new value of shape s. */
 static mg_value *apply(grad_ctx *c, mg_op op, mg_value *a, mg_value *b, const mg_shape *s) {
   mg_value *out = val(c, a ? a->dtype : MG_F32, s), *in[2] = {a, b};
-  cg_rw_node(c->w, op, c->g->name, b ? 2 : 1, in, 1, &out);
+  mg_rw_node(c->w, op, c->g->name, b ? 2 : 1, in, 1, &out);
   return out;
 }
 
 /* gv (shaped like a broadcast of target) summed back to target's shape. */
 static mg_value *unbroadcast(grad_ctx *c, mg_value *gv, const mg_value *target) {
-  if (!gv || cg_rw_same_shape(&gv->shape, &target->shape)) return gv;
+  if (!gv || mg_rw_same_shape(&gv->shape, &target->shape)) return gv;
   int r = gv->shape.rank, t = target->shape.rank, lead = r - t, n_axes = 0;
   if (lead < 0) return NULL;
   int64_t axes[MG_MAX_RANK], tdims[MG_MAX_RANK];
@@ -49,11 +49,11 @@ static mg_value *unbroadcast(grad_ctx *c, mg_value *gv, const mg_value *target) 
       kept.d[i].v = 1;
     }
   for (int i = 0; i < t; i++) tdims[i] = target->shape.d[i].v;
-  mg_value *ax = cg_rw_const_i64(c->w, "grad_axes", axes, n_axes, 1);
+  mg_value *ax = mg_rw_const_i64(c->w, "grad_axes", axes, n_axes, 1);
   mg_value *sum = val(c, gv->dtype, &kept), *sum_in[2] = {gv, ax};
-  mg_node *rs = cg_rw_node(c->w, MG_OP_ReduceSum, c->g->name, 2, sum_in, 1, &sum);
-  cg_rw_attr_int(c->w, rs, "keepdims", 1);
-  mg_value *shape = cg_rw_const_i64(c->w, "grad_shape", tdims, t, 1);
+  mg_node *rs = mg_rw_node(c->w, MG_OP_ReduceSum, c->g->name, 2, sum_in, 1, &sum);
+  mg_rw_attr_int(c->w, rs, "keepdims", 1);
+  mg_value *shape = mg_rw_const_i64(c->w, "grad_shape", tdims, t, 1);
   return apply(c, MG_OP_Reshape, sum, shape, &target->shape);
 }
 
@@ -69,9 +69,9 @@ static mg_value *transpose2(grad_ctx *c, mg_value *a) {
   s.d[0] = a->shape.d[1];
   s.d[1] = a->shape.d[0];
   mg_value *out = val(c, a->dtype, &s);
-  mg_node *t = cg_rw_node(c->w, MG_OP_Transpose, c->g->name, 1, &a, 1, &out);
+  mg_node *t = mg_rw_node(c->w, MG_OP_Transpose, c->g->name, 1, &a, 1, &out);
   int64_t perm[2] = {1, 0};
-  cg_rw_attr_ints(c->w, t, "perm", perm, 2);
+  mg_rw_attr_ints(c->w, t, "perm", perm, 2);
   return out;
 }
 
@@ -122,11 +122,11 @@ static void backward(grad_ctx *c, const mg_node *m, mg_value *gy) {
   case MG_OP_Relu: { /* the kink at 0 takes the subgradient 0, as the interpreter and torch do */
     if (!need_a) break;
     mg_shape scalar = {.rank = 0};
-    mg_value *zero = cg_rw_const_fill(c->w, "grad_zero", a->dtype, &scalar, 0.0);
-    mg_value *pos = cg_rw_value(c->w, "grad_mask", MG_BOOL, &a->shape), *cmp_in[2] = {a, zero};
-    cg_rw_node(c->w, MG_OP_Greater, c->g->name, 2, cmp_in, 1, &pos);
+    mg_value *zero = mg_rw_const_fill(c->w, "grad_zero", a->dtype, &scalar, 0.0);
+    mg_value *pos = mg_rw_value(c->w, "grad_mask", MG_BOOL, &a->shape), *cmp_in[2] = {a, zero};
+    mg_rw_node(c->w, MG_OP_Greater, c->g->name, 2, cmp_in, 1, &pos);
     mg_value *out = val(c, a->dtype, ys), *where_in[3] = {pos, gy, zero};
-    cg_rw_node(c->w, MG_OP_Where, c->g->name, 3, where_in, 1, &out);
+    mg_rw_node(c->w, MG_OP_Where, c->g->name, 3, where_in, 1, &out);
     accumulate(c, a, out);
     break;
   }
@@ -176,7 +176,7 @@ static int plan_slice(const mg_graph *g, const mg_node *G, const mg_value *y, ch
 }
 
 /* Emits G's replacement into w; 1 when lowered, 0 when G is to be kept. */
-static int lower_gradient(cg_rw *w, mg_graph *g, mg_node *G) {
+static int lower_gradient(mg_rw *w, mg_graph *g, mg_node *G) {
   const char *yname = mg_attr_str(G, "y", NULL);
   mg_value *y = yname ? mg_graph_find_local(g, yname) : NULL;
   if (!y || y->vtype != MG_VT_TENSOR || !is_float(y->dtype) || !mg_shape_is_static(&y->shape)) return 0;
@@ -187,7 +187,7 @@ static int lower_gradient(cg_rw *w, mg_graph *g, mg_node *G) {
   if (!mark || !reaches || !grad) w->failed = 1;
   if (ok) {
     grad_ctx c = {w, G, grad, reaches};
-    if (reaches[y->id]) grad[y->id] = cg_rw_const_fill(w, "grad_seed", y->dtype, &y->shape, 1.0);
+    if (reaches[y->id]) grad[y->id] = mg_rw_const_fill(w, "grad_seed", y->dtype, &y->shape, 1.0);
     for (int i = y->producer->id; i >= 0 && !w->failed; i--) {
       const mg_node *m = g->nodes[i];
       if (mark[i] && reaches[m->out[0]->id] && grad[m->out[0]->id]) backward(&c, m, grad[m->out[0]->id]);
@@ -195,8 +195,8 @@ static int lower_gradient(cg_rw *w, mg_graph *g, mg_node *G) {
     for (int i = 0; i < G->n_out && !w->failed; i++) {
       mg_value *x = G->in[i], *gx = grad[x->id];
       if (!G->out[i]) continue;
-      if (!gx) gx = cg_rw_const_fill(w, "grad_zero", x->dtype, &x->shape, 0.0);
-      cg_rw_node(w, MG_OP_Identity, G->name, 1, &gx, 1, &G->out[i]);
+      if (!gx) gx = mg_rw_const_fill(w, "grad_zero", x->dtype, &x->shape, 0.0);
+      mg_rw_node(w, MG_OP_Identity, G->name, 1, &gx, 1, &G->out[i]);
     }
   }
   mg_free(mark);
@@ -254,16 +254,16 @@ int cg_lower_gradients(mg_model *m, mg_diags *d, int *changed) {
   for (int i = 0; i < g->n_nodes; i++) any |= g->nodes[i]->op == MG_OP_Gradient;
   if (!any) return 0;
   if (order_after_y(g)) goto oom;
-  cg_rw w;
-  cg_rw_begin(&w, m, g);
+  mg_rw w;
+  mg_rw_begin(&w, m, g);
   int n_nodes = g->n_nodes;
   mg_node **orig = mg_malloc(sizeof *orig * (size_t)(n_nodes + 1));
   if (!orig) goto oom;
   memcpy(orig, g->nodes, sizeof *orig * (size_t)n_nodes);
   for (int i = 0; i < n_nodes && !w.failed; i++)
-    if (orig[i]->op != MG_OP_Gradient || !lower_gradient(&w, g, orig[i])) cg_rw_keep(&w, orig[i]);
+    if (orig[i]->op != MG_OP_Gradient || !lower_gradient(&w, g, orig[i])) mg_rw_keep(&w, orig[i]);
   mg_free(orig);
-  if (cg_rw_end(&w)) goto oom;
+  if (mg_rw_end(&w)) goto oom;
   *changed += w.changed;
   if (!w.changed) return 0;
   if (ir_infer_shapes(m, NULL, 0, d)) return -1;

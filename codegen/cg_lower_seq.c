@@ -11,7 +11,7 @@
  * them. Anything not static (a position computed at run time, a sequence graph
  * input) is left alone, and the driver reports it. */
 #include "cg_internal.h"
-#include "cg_rewrite.h"
+#include "rewrite.h"
 #include "infer.h"
 #include "passes.h"
 #include <string.h>
@@ -27,7 +27,7 @@ typedef struct {
 } seq_state;
 
 typedef struct {
-  cg_rw w;
+  mg_rw w;
   seq_state *st; /* by value id, for the ids that existed when the pass began */
   int n_st;
 } seq_ctx;
@@ -63,7 +63,7 @@ static int position(const mg_value *v, int64_t dflt, int64_t len, int64_t lo, in
 
 /* Writes out := src as an Identity node. */
 static void alias(seq_ctx *s, mg_node *n, mg_value *src, mg_value *out) {
-  cg_rw_node(&s->w, MG_OP_Identity, n->name, 1, &src, 1, &out);
+  mg_rw_node(&s->w, MG_OP_Identity, n->name, 1, &src, 1, &out);
 }
 
 /* out := a constant scalar (int64 or bool), through an Identity so that out keeps
@@ -71,8 +71,8 @@ static void alias(seq_ctx *s, mg_node *n, mg_value *src, mg_value *out) {
 static void const_scalar(seq_ctx *s, mg_node *n, mg_dtype dtype, int64_t x, mg_value *out) {
   mg_shape scalar = {.rank = 0};
   unsigned char b = x != 0;
-  mg_value *c = dtype == MG_BOOL ? cg_rw_const(&s->w, "seq_const", MG_BOOL, &scalar, &b, 1)
-                                 : cg_rw_const_i64(&s->w, "seq_const", &x, 1, 0);
+  mg_value *c = dtype == MG_BOOL ? mg_rw_const(&s->w, "seq_const", MG_BOOL, &scalar, &b, 1)
+                                 : mg_rw_const_i64(&s->w, "seq_const", &x, 1, 0);
   if (c) alias(s, n, c, out);
 }
 
@@ -134,21 +134,21 @@ static int lower_split(seq_ctx *s, mg_node *n) {
     mg_shape sh = x->shape;
     sh.d[axis].v = sizes[i];
     sh.d[axis].sym = NULL;
-    pieces[i] = cg_rw_value(&s->w, n->out[0]->name, x->dtype, &sh);
+    pieces[i] = mg_rw_value(&s->w, n->out[0]->name, x->dtype, &sh);
   }
-  mg_value *split_sizes = cg_rw_const_i64(&s->w, "split_sizes", sizes, (int)count, 1);
+  mg_value *split_sizes = mg_rw_const_i64(&s->w, "split_sizes", sizes, (int)count, 1);
   mg_value *split_in[2] = {x, split_sizes};
-  mg_node *split = cg_rw_node(&s->w, MG_OP_Split, n->name, 2, split_in, (int)count, pieces);
-  cg_rw_attr_int(&s->w, split, "axis", axis);
+  mg_node *split = mg_rw_node(&s->w, MG_OP_Split, n->name, 2, split_in, (int)count, pieces);
+  mg_rw_attr_int(&s->w, split, "axis", axis);
   if (!keep) {
-    mg_value *ax = cg_rw_const_i64(&s->w, "squeeze_axes", &axis, 1, 1);
+    mg_value *ax = mg_rw_const_i64(&s->w, "squeeze_axes", &axis, 1, 1);
     for (int64_t i = 0; i < count; i++) {
       mg_shape sh = x->shape;
       for (int r = (int)axis; r + 1 < sh.rank; r++) sh.d[r] = sh.d[r + 1];
       sh.rank--;
-      mg_value *sq = cg_rw_value(&s->w, n->out[0]->name, x->dtype, &sh);
+      mg_value *sq = mg_rw_value(&s->w, n->out[0]->name, x->dtype, &sh);
       mg_value *sq_in[2] = {pieces[i], ax};
-      cg_rw_node(&s->w, MG_OP_Squeeze, n->name, 2, sq_in, 1, &sq);
+      mg_rw_node(&s->w, MG_OP_Squeeze, n->name, 2, sq_in, 1, &sq);
       pieces[i] = sq;
     }
   }
@@ -175,21 +175,21 @@ static int lower_concat(seq_ctx *s, mg_node *n, const seq_state *q) {
     if (!parts[i] || parts[i]->shape.rank != rank) return 0;
   }
   if (new_axis) {
-    mg_value *ax = cg_rw_const_i64(&s->w, "unsqueeze_axes", &axis, 1, 1);
+    mg_value *ax = mg_rw_const_i64(&s->w, "unsqueeze_axes", &axis, 1, 1);
     for (int i = 0; i < q->n; i++) {
       mg_shape sh = parts[i]->shape;
       for (int r = rank; r > axis; r--) sh.d[r] = sh.d[r - 1];
       sh.d[axis].v = 1;
       sh.d[axis].sym = NULL;
       sh.rank = rank + 1;
-      mg_value *u = cg_rw_value(&s->w, n->out[0]->name, parts[i]->dtype, &sh);
+      mg_value *u = mg_rw_value(&s->w, n->out[0]->name, parts[i]->dtype, &sh);
       mg_value *u_in[2] = {parts[i], ax};
-      cg_rw_node(&s->w, MG_OP_Unsqueeze, n->name, 2, u_in, 1, &u);
+      mg_rw_node(&s->w, MG_OP_Unsqueeze, n->name, 2, u_in, 1, &u);
       parts[i] = u;
     }
   }
-  mg_node *cat = cg_rw_node(&s->w, MG_OP_Concat, n->name, q->n, parts, 1, &n->out[0]);
-  cg_rw_attr_int(&s->w, cat, "axis", axis);
+  mg_node *cat = mg_rw_node(&s->w, MG_OP_Concat, n->name, q->n, parts, 1, &n->out[0]);
+  mg_rw_attr_int(&s->w, cat, "axis", axis);
   return 1;
 }
 
@@ -288,7 +288,7 @@ int cg_lower_sequences(mg_model *m, mg_diags *d, int *changed) {
   for (int i = 0; i < g->n_nodes; i++) any |= is_seq_op(g->nodes[i]->op);
   if (!any) return 0;
   seq_ctx s;
-  cg_rw_begin(&s.w, m, g);
+  mg_rw_begin(&s.w, m, g);
   s.n_st = g->n_values;
   s.st = mg_calloc((size_t)s.n_st + 1, sizeof *s.st);
   if (!s.st) goto oom;
@@ -297,9 +297,9 @@ int cg_lower_sequences(mg_model *m, mg_diags *d, int *changed) {
   if (!orig) goto oom;
   memcpy(orig, g->nodes, sizeof *orig * (size_t)n_nodes);
   for (int i = 0; i < n_nodes && !s.w.failed; i++)
-    if (!lower_node(&s, orig[i])) cg_rw_keep(&s.w, orig[i]);
+    if (!lower_node(&s, orig[i])) mg_rw_keep(&s.w, orig[i]);
   mg_free(orig);
-  if (cg_rw_end(&s.w)) goto oom;
+  if (mg_rw_end(&s.w)) goto oom;
   mg_free(s.st);
   s.st = NULL;
   *changed += s.w.changed;

@@ -1,16 +1,16 @@
-/* The node-list rewriter the lowering passes share; see cg_rewrite.h. */
-#include "cg_rewrite.h"
+/* The node-list rewriter the lowering passes share; see rewrite.h. */
+#include "rewrite.h"
 #include "dtype.h"
 #include <string.h>
 
-void cg_rw_begin(cg_rw *w, mg_model *m, mg_graph *g) {
+void mg_rw_begin(mg_rw *w, mg_model *m, mg_graph *g) {
   memset(w, 0, sizeof *w);
   w->m = m;
   w->g = g;
 }
 
 /* Appends n to the new list. */
-static void push(cg_rw *w, mg_node *n) {
+static void push(mg_rw *w, mg_node *n) {
   if (w->failed) return;
   if (w->n == w->cap) {
     int cap = w->cap ? w->cap * 2 : 64;
@@ -26,9 +26,9 @@ static void push(cg_rw *w, mg_node *n) {
   w->nodes[w->n++] = n;
 }
 
-void cg_rw_keep(cg_rw *w, mg_node *n) { push(w, n); }
+void mg_rw_keep(mg_rw *w, mg_node *n) { push(w, n); }
 
-int cg_rw_end(cg_rw *w) {
+int mg_rw_end(mg_rw *w) {
   if (w->failed) return -1;
   mg_graph *g = w->g;
   if (w->n > g->cap_nodes) {
@@ -46,7 +46,7 @@ int cg_rw_end(cg_rw *w) {
 }
 
 /* A value named base, or base_1, base_2... when that name is taken. */
-static mg_value *fresh(cg_rw *w, const char *base) {
+static mg_value *fresh(mg_rw *w, const char *base) {
   if (w->failed) return NULL;
   mg_value *existing = NULL;
   mg_value *v = mg_value_new(w->g, base, &existing);
@@ -59,7 +59,7 @@ static mg_value *fresh(cg_rw *w, const char *base) {
   return v;
 }
 
-mg_value *cg_rw_value(cg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape) {
+mg_value *mg_rw_value(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape) {
   mg_value *v = fresh(w, base);
   if (!v) return NULL;
   v->kind = MG_V_NODE;
@@ -69,7 +69,7 @@ mg_value *cg_rw_value(cg_rw *w, const char *base, mg_dtype dtype, const mg_shape
   return v;
 }
 
-mg_value *cg_rw_const(cg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape, const void *data,
+mg_value *mg_rw_const(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape, const void *data,
                       size_t nbytes) {
   mg_value *v = fresh(w, base);
   if (!v) return NULL;
@@ -86,13 +86,13 @@ mg_value *cg_rw_const(cg_rw *w, const char *base, mg_dtype dtype, const mg_shape
   return v;
 }
 
-mg_value *cg_rw_const_i64(cg_rw *w, const char *base, const int64_t *v, int n, int rank) {
+mg_value *mg_rw_const_i64(mg_rw *w, const char *base, const int64_t *v, int n, int rank) {
   mg_shape s = {.rank = rank ? 1 : 0};
   s.d[0].v = n;
-  return cg_rw_const(w, base, MG_I64, &s, v, sizeof(int64_t) * (size_t)n);
+  return mg_rw_const(w, base, MG_I64, &s, v, sizeof(int64_t) * (size_t)n);
 }
 
-mg_value *cg_rw_const_fill(cg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape, double x) {
+mg_value *mg_rw_const_fill(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape, double x) {
   int64_t n = mg_shape_numel(shape);
   size_t es = mg_dtype_size(dtype);
   if (n < 0 || w->failed) return NULL;
@@ -117,10 +117,10 @@ mg_value *cg_rw_const_fill(cg_rw *w, const char *base, mg_dtype dtype, const mg_
     return NULL;
   }
   for (int64_t i = 0; i < n; i++) memcpy(buf + (size_t)i * es, one, es);
-  return cg_rw_const(w, base, dtype, shape, buf, es * (size_t)n);
+  return mg_rw_const(w, base, dtype, shape, buf, es * (size_t)n);
 }
 
-mg_node *cg_rw_node(cg_rw *w, mg_op op, const char *name, int n_in, mg_value *const *in, int n_out,
+mg_node *mg_rw_node(mg_rw *w, mg_op op, const char *name, int n_in, mg_value *const *in, int n_out,
                     mg_value *const *out) {
   if (w->failed) return NULL;
   for (int i = 0; i < n_in; i++)
@@ -155,7 +155,7 @@ mg_node *cg_rw_node(cg_rw *w, mg_op op, const char *name, int n_in, mg_value *co
 }
 
 /* Appends one zeroed attribute to n and returns it. */
-static mg_attr *add_attr(cg_rw *w, mg_node *n, const char *name) {
+static mg_attr *add_attr(mg_rw *w, mg_node *n, const char *name) {
   if (w->failed || !n) return NULL;
   mg_attr *a = mg_arena_alloc(&w->m->arena, sizeof *a * (size_t)(n->n_attr + 1));
   if (!a) {
@@ -170,14 +170,14 @@ static mg_attr *add_attr(cg_rw *w, mg_node *n, const char *name) {
   return at;
 }
 
-void cg_rw_attr_int(cg_rw *w, mg_node *n, const char *name, int64_t v) {
+void mg_rw_attr_int(mg_rw *w, mg_node *n, const char *name, int64_t v) {
   mg_attr *a = add_attr(w, n, name);
   if (!a) return;
   a->kind = MG_ATTR_INT;
   a->i = v;
 }
 
-void cg_rw_attr_ints(cg_rw *w, mg_node *n, const char *name, const int64_t *v, int count) {
+void mg_rw_attr_ints(mg_rw *w, mg_node *n, const char *name, const int64_t *v, int count) {
   mg_attr *a = add_attr(w, n, name);
   if (!a) return;
   a->kind = MG_ATTR_INTS;
@@ -186,7 +186,7 @@ void cg_rw_attr_ints(cg_rw *w, mg_node *n, const char *name, const int64_t *v, i
   if (!a->ints) w->failed = 1;
 }
 
-int cg_rw_same_shape(const mg_shape *a, const mg_shape *b) {
+int mg_rw_same_shape(const mg_shape *a, const mg_shape *b) {
   if (a->rank != b->rank || a->rank < 0) return 0;
   for (int r = 0; r < a->rank; r++)
     if (a->d[r].v < 0 || a->d[r].v != b->d[r].v) return 0;
