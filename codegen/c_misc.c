@@ -4,7 +4,7 @@
  *
  * Geometry is decided here from the static shapes: the losses' [N, C, D] view,
  * Einsum's loop labels with one stride per operand and label. Semantics follow the
- * reference interpreter (verify/interp_misc.c, interp_linalg.c, interp_tensor.c);
+ * reference interpreter (interp/interp_misc.c, interp_linalg.c, interp_tensor.c);
  * whatever it would reject, or this backend cannot reproduce exactly, is reported
  * with cg_unsupported. */
 #include "cg.h"

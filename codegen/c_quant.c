@@ -5,7 +5,7 @@
  * Per-axis parameters become an [outer, len, inner] view, batch broadcasting of
  * the matrix products per-batch offsets, and convolution geometry (auto_pad,
  * pads, output sizes) a static parameter struct checked against the output shape
- * inference gave. Semantics are the reference interpreter's (verify/interp_misc.c,
+ * inference gave. Semantics are the reference interpreter's (interp/interp_misc.c,
  * interp_linalg.c); anything outside them is reported with cg_unsupported. */
 #include "c_nn_util.h"
 

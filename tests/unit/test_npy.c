@@ -1,4 +1,4 @@
-/* Tests for verify/npy.c against files numpy wrote (tests/unit/make_npy_fixtures.py).
+/* Tests for interp/npy.c against files numpy wrote (tests/unit/make_npy_fixtures.py).
  *
  * MIGC_NPY_FIXTURES names the fixture directory; without it the test fails, so
  * a misconfigured run can never pass by testing nothing. Files this test writes
