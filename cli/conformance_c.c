@@ -375,7 +375,7 @@ static void compile_all(conf_c *q, char *log, size_t n) {
   for (int i = 0; i < q->n; i++) fprintf(f, " t%d.o", q->tests[i].id);
   fprintf(f, "\nall: $(RT) $(MODELS) main.o\n%%.o: %%.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n");
   fclose(f);
-  snprintf(path, sizeof path, "%s/codegen/runner/main.c", cg_source_dir());
+  snprintf(path, sizeof path, "%s/codegen/c/runner/main.c", cg_source_dir());
   char dst[4200];
   snprintf(dst, sizeof dst, "%s/main.c", q->work);
   FILE *in = fopen(path, "rb"), *out = fopen(dst, "wb");

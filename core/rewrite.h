@@ -1,4 +1,4 @@
-/* The IR rewriter every lowering pass builds on (codegen/cg_lower_*.c today):
+/* The IR rewriter every lowering pass builds on (codegen/common/lower*.c today):
  * it rebuilds a graph's node list in order, letting a pass keep a node, drop it,
  * or put new nodes in its place, and makes fresh values and constants.
  *

@@ -4,7 +4,7 @@
  *
  * A generated model plans a value whose length is known only at run time at its
  * largest shape and keeps its elements where the largest shape puts them (the
- * "max layout" of codegen/cg_dynamic.c): these kernels write such outputs and
+ * "max layout" of codegen/c/cg_dynamic.c): these kernels write such outputs and
  * return the actual length. */
 #ifndef MG_RT_DYNAMIC_H
 #define MG_RT_DYNAMIC_H

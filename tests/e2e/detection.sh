@@ -5,7 +5,7 @@
 # C and the interpreter give torch's detections: the same count, each matched by
 # label, score and box (tests/fixtures/compare_detections.py, boxes within 1e-4
 # relative). The post-processing has run-time lengths (NonZero, TopK on a
-# computed k, NonMaxSuppression, If on an empty check): codegen/cg_dynamic.c.
+# computed k, NonMaxSuppression, If on an empty check): codegen/c/cg_dynamic.c.
 # A moved box must fail the comparison, so the check can fail.
 # usage: tests/e2e/detection.sh BUILD_DIR [MODEL...]   (default: every model)
 set -u -o pipefail

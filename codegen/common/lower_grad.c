@@ -9,7 +9,7 @@
  * the gradients that reach an xs are built. A Gradient whose slice holds an op
  * without a rule here, a non-float or non-static value, or whose inputs are not
  * the xs values themselves is left alone, and the driver reports it. */
-#include "cg_internal.h"
+#include "lower.h"
 #include "rewrite.h"
 #include "infer.h"
 #include "passes.h"

@@ -144,58 +144,6 @@ int cg_fuse(cg_ctx *c, cg_report *r) {
   return 0;
 }
 
-static int cmp_size_desc(const void *a, const void *b) {
-  const cg_buffer *x = *(cg_buffer *const *)a, *y = *(cg_buffer *const *)b;
-  if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-  return x->first - y->first;
-}
-
-static int cmp_offset(const void *a, const void *b) {
-  const cg_buffer *x = *(cg_buffer *const *)a, *y = *(cg_buffer *const *)b;
-  return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
-/* Greedy best-fit offsets; returns the arena size, or (size_t)-1 on OOM. */
-static size_t assign_offsets(cg_buffer *bufs, int n) {
-  cg_buffer **order = mg_malloc(sizeof *order * (size_t)(n + 1)), **placed = mg_malloc(sizeof *placed * (size_t)(n + 1));
-  cg_buffer **live = mg_malloc(sizeof *live * (size_t)(n + 1));
-  if (!order || !placed || !live) {
-    mg_free(order);
-    mg_free(placed);
-    mg_free(live);
-    return (size_t)-1;
-  }
-  for (int i = 0; i < n; i++) order[i] = &bufs[i];
-  qsort(order, (size_t)n, sizeof *order, cmp_size_desc);
-  size_t total = 0;
-  int n_placed = 0;
-  for (int i = 0; i < n; i++) {
-    cg_buffer *b = order[i];
-    int n_live = 0;
-    for (int j = 0; j < n_placed; j++)
-      if (placed[j]->first <= b->last && b->first <= placed[j]->last) live[n_live++] = placed[j];
-    qsort(live, (size_t)n_live, sizeof *live, cmp_offset);
-    size_t best = 0, best_gap = 0, at = 0;
-    int found = 0;
-    for (int j = 0; j <= n_live; j++) {
-      size_t end = j < n_live ? live[j]->offset : (size_t)-1;
-      if (end > at && end - at >= b->bytes && (!found || end - at < best_gap)) {
-        best = at;
-        best_gap = end - at;
-        found = 1;
-      }
-      if (j < n_live && live[j]->offset + live[j]->bytes > at) at = live[j]->offset + live[j]->bytes;
-    }
-    b->offset = best;
-    placed[n_placed++] = b;
-    if (b->offset + b->bytes > total) total = b->offset + b->bytes;
-  }
-  mg_free(order);
-  mg_free(placed);
-  mg_free(live);
-  return total;
-}
-
 /* The step at which a node runs: an absorbed activation runs with its producer. */
 static int step_of(cg_ctx *c, const mg_node *n) {
   if (!c->absorbed[n->id]) return n->id;
@@ -306,17 +254,11 @@ int cg_plan(cg_ctx *c, cg_report *r) {
   for (int v = 0; v < nv; v++)
     if (c->buffers[v].bytes) c->buffers[nb++] = c->buffers[v];
   c->n_buffers = nb;
-  size_t total = assign_offsets(c->buffers, nb);
+  size_t total = cg_assign_offsets(c->buffers, nb);
   mg_free(last);
   if (total == (size_t)-1) return -1;
   c->arena_bytes = total;
-  size_t lb = 0;
-  for (int t = 0; t < g->n_nodes; t++) {
-    size_t s = 0;
-    for (int b = 0; b < nb; b++)
-      if (c->buffers[b].first <= t && t <= c->buffers[b].last) s += c->buffers[b].bytes;
-    if (s > lb) lb = s;
-  }
+  size_t lb = cg_plan_lower_bound(c->buffers, nb, g->n_nodes);
   c->lower_bound = lb;
   for (int v = 0; v < nv; v++)
     if (c->place[v].at == CG_AT_ARENA)

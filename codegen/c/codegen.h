@@ -43,7 +43,7 @@ typedef struct {
  * failure. Every file is written to a temporary name and renamed into place. */
 int emit_c(mg_model *m, const cg_options *o, const char *dir, cg_report *r, mg_diags *d);
 
-/* migc's source tree, where runtime/ and codegen/runner/ are copied from: the
+/* migc's source tree, where runtime/ and codegen/c/runner/ are copied from: the
  * MIGC_SOURCE_DIR environment variable, else the tree migc was built from. */
 const char *cg_source_dir(void);
 

@@ -77,7 +77,7 @@ const char *cg_string_pool(cg_ctx *c);
  * other value: the emitter must then produce the planned shape exactly. */
 const char *cg_bounded_dims(cg_ctx *c, const mg_value *v);
 
-/* Run-time dims (codegen/cg_dynamic.c). A value of run-time length is planned at
+/* Run-time dims (codegen/c/cg_dynamic.c). A value of run-time length is planned at
  * its largest shape, which is what cg_dims() reports; an emitter that its rule
  * lets read one uses these for the actual dims: cg_dim(c, v, k) is the C
  * expression of dim k, and cg_dims_expr(c, v) of a const int64_t * to all of them

@@ -10,7 +10,7 @@
  *    threaded through, and the per-iteration outputs stacked with Concat.
  * Bodies holding nested subgraphs or unknown ops are left alone, and the driver
  * reports the node. */
-#include "cg_internal.h"
+#include "lower.h"
 #include "rewrite.h"
 #include "infer.h"
 #include "passes.h"
@@ -151,7 +151,7 @@ static int lower_if_in(mg_rw *w, mg_node *n, inliner *parent, mg_value *cond, mg
   if (inline_body(w, tb, NULL, tr, parent) || inline_body(w, eb, NULL, er, parent)) return 0;
   if (!same) {
     /* branches of different (or run-time) shapes: a MigcSelect, whose output has a
-     * run-time length that codegen/cg_dynamic.c plans at the larger branch */
+     * run-time length that codegen/c/cg_dynamic.c plans at the larger branch */
     mg_value *in[129];
     if (n->n_out > 64) return 0;
     in[0] = cond;

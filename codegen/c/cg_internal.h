@@ -1,23 +1,15 @@
-/* Shared by the C generator's driver files (emit_c.c, cg_lower.c, cg_plan.c,
+/* Shared by the C generator's driver files (emit_c.c, cg_plan.c, cg_dynamic.c,
  * cg_project.c); emitters see only cg.h. */
 #ifndef MG_CG_INTERNAL_H
 #define MG_CG_INTERNAL_H
 #include "cg.h"
 #include "codegen.h"
+#include "lower.h"
+#include "plan.h"
+#include "text.h"
+#include "writer.h"
 #include <stdio.h>
 
-/* Growable text, for the parts of model.c. */
-typedef struct {
-  char *s;
-  size_t len, cap;
-  int failed; /* an allocation failed: the text is incomplete */
-} cg_buf;
-void cg_buf_printf(cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cg_buf_vprintf(cg_buf *b, const char *fmt, va_list ap);
-void cg_buf_free(cg_buf *b);
-/* Appends s as a C string literal: quotes, backslashes, '?' (trigraphs) and bytes
- * outside printable ASCII as octal escapes, so any bytes survive exactly. */
-void cg_buf_c_literal(cg_buf *b, const char *s);
 
 /* Where a value's bytes live at run time. */
 typedef enum {
@@ -35,14 +27,6 @@ typedef struct {
   int root;        /* ARENA: value id of the buffer's owner (views and in-place share it) */
 } cg_place;
 
-/* One arena buffer of the plan: live from step `first` to step `last`, both
- * inclusive (steps are node indices). */
-typedef struct {
-  int value;       /* owner value id */
-  size_t bytes;    /* rounded up to 64 */
-  int first, last;
-  size_t offset;
-} cg_buffer;
 
 struct cg_ctx {
   mg_model *m;
@@ -86,15 +70,6 @@ struct cg_ctx {
   int cur_failed;
 };
 
-int cg_lower(mg_model *m, const cg_options *o, cg_report *r, mg_diags *d);
-/* Rewrites static sequences and optionals into tensor ops (cg_lower_seq.c) and
- * Gradient nodes into explicit backward ops (cg_lower_grad.c); each adds the
- * nodes it rewrote to *changed and returns 0, or -1 with a diagnostic. */
-int cg_lower_sequences(mg_model *m, mg_diags *d, int *changed);
-int cg_lower_gradients(mg_model *m, mg_diags *d, int *changed);
-/* Inlines If (constant condition, or both branches as a Where) and unrolls Scan
- * with a static length (cg_lower_ctrl.c); same contract. */
-int cg_lower_control(mg_model *m, mg_diags *d, int *changed);
 /* Fusion decisions (act, silu_mul, absorbed, redirect) and the plan (place,
  * buffers, arena_bytes, lower_bound, weights_bytes). */
 int cg_fuse(cg_ctx *c, cg_report *r);
@@ -133,7 +108,4 @@ int cg_out_dims_offset(const mg_graph *g, int j);
 int cg_kernel_flags(mg_op op);
 /* View ops: output = input 0's bytes, relabelled. */
 int cg_is_view(const mg_node *n);
-/* A C identifier from any name: other characters become '_', a leading digit is
- * prefixed; written to out (n bytes). */
-void cg_ident(const char *name, char *out, size_t n);
 #endif

@@ -6,7 +6,7 @@
  *  - BatchNormalization in inference form that reads the only use of a Conv's
  *    output is folded into that Conv: W'[m] = W[m] * s[m], B' = (B - mean) * s +
  *    beta with s = scale / sqrt(var + eps), computed in double and rounded once. */
-#include "cg_internal.h"
+#include "lower.h"
 #include "interp.h"
 #include "passes.h"
 #include <math.h>
@@ -185,13 +185,13 @@ static int fold_bns(mg_model *m, int *count) {
   return 0;
 }
 
-int cg_lower(mg_model *m, const cg_options *o, cg_report *r, mg_diags *d) {
+int cg_lower(mg_model *m, int fold_bn, int *n_folded, int *n_bn_folded, mg_diags *d) {
   int rewritten = 0;
   if (cg_lower_control(m, d, &rewritten) || cg_lower_gradients(m, d, &rewritten) ||
       cg_lower_sequences(m, d, &rewritten))
     return -1;
-  if (fold_graph_nodes(m, &r->n_folded) || pass_fold_constants(m) < 0 || pass_dce(m) < 0) goto oom;
-  if (!o->no_fold_bn && fold_bns(m, &r->n_bn_folded)) goto oom;
+  if (fold_graph_nodes(m, n_folded) || pass_fold_constants(m) < 0 || pass_dce(m) < 0) goto oom;
+  if (fold_bn && fold_bns(m, n_bn_folded)) goto oom;
   if (pass_dce(m) < 0) goto oom;
   return ir_verify(m, d);
 oom:

@@ -7,45 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ text */
-
-void cg_buf_vprintf(cg_buf *b, const char *fmt, va_list ap) {
-  if (b->failed) return;
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
-  va_end(ap2);
-  if (n < 0) {
-    b->failed = 1;
-    return;
-  }
-  if (b->len + (size_t)n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + (size_t)n + 1) cap *= 2;
-    char *s = mg_realloc(b->s, cap);
-    if (!s) {
-      b->failed = 1;
-      return;
-    }
-    b->s = s;
-    b->cap = cap;
-  }
-  vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-  b->len += (size_t)n;
-}
-
-void cg_buf_printf(cg_buf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  cg_buf_vprintf(b, fmt, ap);
-  va_end(ap);
-}
-
-void cg_buf_free(cg_buf *b) {
-  mg_free(b->s);
-  memset(b, 0, sizeof *b);
-}
-
 /* ------------------------------------------------------------ tables */
 
 int cg_kernel_flags(mg_op op) {
@@ -74,16 +35,6 @@ static cg_emitter *emitter_of(mg_op op) {
 /* Dropout is an INFER_VIEW: its mask output is unused (checked in check_node). */
 int cg_is_view(const mg_node *n) { return (mg_op_get(n->op)->flags & (MG_OPF_VIEW | MG_OPF_INFER_VIEW)) != 0; }
 
-void cg_ident(const char *name, char *out, size_t n) {
-  size_t k = 0;
-  if (!name || !*name) name = "v";
-  if (*name >= '0' && *name <= '9' && k + 1 < n) out[k++] = '_';
-  for (; *name && k + 1 < n; name++) {
-    char ch = *name;
-    out[k++] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ? ch : '_';
-  }
-  out[k] = 0;
-}
 
 /* ------------------------------------------------------------ cg.h services */
 
@@ -307,16 +258,6 @@ const char *cg_static(cg_ctx *c, const char *type, const char *init_fmt, ...) {
   return name;
 }
 
-void cg_buf_c_literal(cg_buf *b, const char *s) {
-  cg_buf_printf(b, "\"");
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') cg_buf_printf(b, "\\%c", ch);
-    else if (ch < 32 || ch >= 127 || ch == '?') cg_buf_printf(b, "\\%03o", ch);
-    else cg_buf_printf(b, "%c", ch);
-  }
-  cg_buf_printf(b, "\"");
-}
 
 const char *cg_strs(cg_ctx *c, const char *const *v, int n) {
   cg_buf b = {0};
@@ -676,7 +617,7 @@ static void bound_runtime_lengths(cg_ctx *c) {
 static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report *r, mg_diags *d) {
   memset(c, 0, sizeof *c);
   mg_arena_init(&c->strings, 1 << 16);
-  if (cg_lower(m, o, r, d)) return -1;
+  if (cg_lower(m, !o->no_fold_bn, &r->n_folded, &r->n_bn_folded, d)) return -1;
   if (ctx_init(c, m, o, d) || (bound_runtime_lengths(c), 0) || cg_bound_dynamic(c) || cg_fuse(c, r) ||
       cg_plan(c, r)) {
     mg_error(d, OOM, NULL, NULL, "out of memory generating C");

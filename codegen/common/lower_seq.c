@@ -10,7 +10,7 @@
  * build sequences are kept: once nothing reads them, dead-code elimination drops
  * them. Anything not static (a position computed at run time, a sequence graph
  * input) is left alone, and the driver reports it. */
-#include "cg_internal.h"
+#include "lower.h"
 #include "rewrite.h"
 #include "infer.h"
 #include "passes.h"

@@ -1,0 +1,78 @@
+/* Writing a generated project: every file goes to a temporary name in its folder
+ * and is renamed into place, so a failed conversion never leaves a half-written
+ * file under a final name. */
+#include "writer.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cg_mkdirs(const char *path) {
+  char buf[4096];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+  for (char *q = buf + 1; *q; q++)
+    if (*q == '/') {
+      *q = 0;
+      if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+      *q = '/';
+    }
+  return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+FILE *cg_file_open(const char *dir, const char *name, char *tmp, size_t n) {
+  snprintf(tmp, n, "%s/.%s.tmp%ld", dir, name, (long)getpid());
+  return fopen(tmp, "wb");
+}
+
+int cg_file_commit(mg_diags *d, FILE *f, const char *tmp, const char *dir, const char *name) {
+  char final[4096];
+  snprintf(final, sizeof final, "%s/%s", dir, name);
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, final)) {
+    remove(tmp);
+    mg_error(d, IO, final, NULL, "cannot write %s: %s", final, strerror(errno ? errno : EIO));
+    return -1;
+  }
+  return 0;
+}
+
+int cg_write_text(mg_diags *d, const char *dir, const char *name, const char *text) {
+  char tmp[4096];
+  FILE *f = cg_file_open(dir, name, tmp, sizeof tmp);
+  if (!f) {
+    mg_error(d, IO, dir, NULL, "cannot create a file in %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  fputs(text, f);
+  return cg_file_commit(d, f, tmp, dir, name);
+}
+
+int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name) {
+  FILE *in = fopen(src, "rb");
+  if (!in) {
+    mg_error(d, IO, src, NULL, "cannot read %s (set MIGC_SOURCE_DIR to migc's source tree): %s", src,
+             strerror(errno));
+    return -1;
+  }
+  char tmp[4096];
+  FILE *f = cg_file_open(dir, name, tmp, sizeof tmp);
+  if (!f) {
+    fclose(in);
+    mg_error(d, IO, dir, NULL, "cannot create a file in %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, f);
+  int bad = ferror(in);
+  fclose(in);
+  if (bad) {
+    fclose(f);
+    remove(tmp);
+    mg_error(d, IO, src, NULL, "error reading %s", src);
+    return -1;
+  }
+  return cg_file_commit(d, f, tmp, dir, name);
+}
+

@@ -1,0 +1,18 @@
+/* The atomic project writer every target's project uses (codegen/common/writer.c). */
+#ifndef MG_CG_WRITER_H
+#define MG_CG_WRITER_H
+#include "diag.h"
+#include <stdio.h>
+
+/* Creates path and its parents; 0, or -1 with errno set. */
+int cg_mkdirs(const char *path);
+/* Opens dir/name's temporary twin for writing; tmp (n bytes) receives its path. */
+FILE *cg_file_open(const char *dir, const char *name, char *tmp, size_t n);
+/* Closes f and renames tmp to dir/name; on any write error removes tmp, records an
+ * io diagnostic and returns -1. */
+int cg_file_commit(mg_diags *d, FILE *f, const char *tmp, const char *dir, const char *name);
+/* dir/name := text, atomically. 0, or -1 with a diagnostic. */
+int cg_write_text(mg_diags *d, const char *dir, const char *name, const char *text);
+/* dir/name := a copy of the file src, atomically. 0, or -1 with a diagnostic. */
+int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name);
+#endif
