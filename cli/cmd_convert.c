@@ -214,28 +214,42 @@ static void warn_anonymous_names(const mg_model *m, mg_diags *d) {
             anon, first);
 }
 
-int cmd_convert(int argc, char **argv) {
-  if (cli_wants_help(argc, argv)) {
-    help(stdout);
-    return EXIT_OK;
-  }
-  const char *model = NULL, *outdir = NULL, *weights = NULL, *key = NULL, *targets = "cpu";
-  cg_options o = {.prefix = "model"};
-  int strict = 0, cpu_only = 0, n_ov = 0;
+/* One conversion: the options, then what each step leaves for the next. */
+typedef struct {
+  const char *model, *outdir, *weights, *key, *targets;
+  cg_options o;
+  int strict, cpu_only, n_ov;
   mg_shape_override ov[32];
+  int want[MAP_TARGET_COUNT]; /* the targets --strict judges: cpu, ascend, mindspore */
+  mg_diags d;
+  mg_model *m;
+  wt_source *src;
+  wt_rules *rules;
+  wt_binding *binds;
+  int n_binds, unbound;
+  cov_model cm;
+  int have_cm;
+  rule_set *rs[MAP_TARGET_COUNT];
+  size_t first_cpu_diag;
+  double t0, t_import;
+  int rc;
+} convert_job;
+
+/* Reads argv into j. EXIT_OK, or the exit code after a message on stderr. */
+static int parse_args(int argc, char **argv, convert_job *j) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
-    if (!strcmp(a, "-o") && more) outdir = argv[++i];
-    else if (!strcmp(a, "--weights") && more) weights = argv[++i];
-    else if (!strcmp(a, "--key") && more) key = argv[++i];
-    else if (!strcmp(a, "--target") && more) targets = argv[++i];
-    else if (!strcmp(a, "--prefix") && more) o.prefix = argv[++i];
-    else if (!strcmp(a, "--strict")) strict = 1;
-    else if (!strcmp(a, "--embed-weights")) o.embed_weights = 1;
-    else if (!strcmp(a, "--no-fuse")) o.no_fuse = 1;
-    else if (!strcmp(a, "--no-fold-bn")) o.no_fold_bn = 1;
-    else if (!strcmp(a, "--cpu-only")) cpu_only = 1;
+    if (!strcmp(a, "-o") && more) j->outdir = argv[++i];
+    else if (!strcmp(a, "--weights") && more) j->weights = argv[++i];
+    else if (!strcmp(a, "--key") && more) j->key = argv[++i];
+    else if (!strcmp(a, "--target") && more) j->targets = argv[++i];
+    else if (!strcmp(a, "--prefix") && more) j->o.prefix = argv[++i];
+    else if (!strcmp(a, "--strict")) j->strict = 1;
+    else if (!strcmp(a, "--embed-weights")) j->o.embed_weights = 1;
+    else if (!strcmp(a, "--no-fuse")) j->o.no_fuse = 1;
+    else if (!strcmp(a, "--no-fold-bn")) j->o.no_fold_bn = 1;
+    else if (!strcmp(a, "--cpu-only")) j->cpu_only = 1;
     else if (!strcmp(a, "--string-pool") && more) {
       char *end;
       errno = 0;
@@ -244,106 +258,108 @@ int cmd_convert(int argc, char **argv) {
         fprintf(stderr, "migc convert: --string-pool wants a byte count from 1 to 2^40, got '%s'\n", argv[i]);
         return EXIT_BAD_INPUT;
       }
-      o.string_pool_bytes = (size_t)v;
+      j->o.string_pool_bytes = (size_t)v;
     }
-    else if (!strcmp(a, "--input-shape") && more && n_ov < 32) {
+    else if (!strcmp(a, "--input-shape") && more && j->n_ov < 32) {
       char *eq = strchr(argv[++i], '=');
-      if (!eq || eq == argv[i] || mg_shape_parse(eq + 1, &ov[n_ov].shape)) {
+      if (!eq || eq == argv[i] || mg_shape_parse(eq + 1, &j->ov[j->n_ov].shape)) {
         fprintf(stderr, "migc convert: --input-shape wants NAME=1x3x224x224, got '%s'\n", argv[i]);
         return EXIT_BAD_INPUT;
       }
       *eq = 0;
-      ov[n_ov++].name = argv[i];
+      j->ov[j->n_ov++].name = argv[i];
     } else if (a[0] == '-') {
       fprintf(stderr, "migc convert: unknown option or missing value: '%s'\n", a);
       help(stderr);
       return EXIT_BAD_INPUT;
-    } else if (!model) model = a;
+    } else if (!j->model) j->model = a;
     else {
       fprintf(stderr, "migc convert: one model at a time (use `migc batch` for many)\n");
       return EXIT_BAD_INPUT;
     }
   }
-  if (!model || !outdir) {
-    fprintf(stderr, "migc convert: %s\n", model ? "-o OUTDIR is required" : "no model given");
+  if (!j->model || !j->outdir) {
+    fprintf(stderr, "migc convert: %s\n", j->model ? "-o OUTDIR is required" : "no model given");
     help(stderr);
     return EXIT_BAD_INPUT;
   }
-  if (!valid_prefix(o.prefix)) {
-    fprintf(stderr, "migc convert: --prefix must be a C identifier, got '%s'\n", o.prefix);
+  if (!valid_prefix(j->o.prefix)) {
+    fprintf(stderr, "migc convert: --prefix must be a C identifier, got '%s'\n", j->o.prefix);
     return EXIT_BAD_INPUT;
   }
-  int want[3] = {0, 0, 0};
-  {
-    char *list = strdup(targets);
-    if (!list) return EXIT_INTERNAL;
-    for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      if (!strcmp(t, "cpu")) want[0] = 1;
-      else if (!strcmp(t, "ascend")) want[1] = 1;
-      else if (!strcmp(t, "mindspore")) want[2] = 1;
-      else {
-        fprintf(stderr, "migc convert: unknown target '%s' (cpu, ascend, mindspore)\n", t);
-        free(list);
-        return EXIT_BAD_INPUT;
-      }
+  char *list = strdup(j->targets);
+  if (!list) return EXIT_INTERNAL;
+  for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int k = !strcmp(t, "cpu") ? MAP_TARGET_CPU : !strcmp(t, "ascend") ? MAP_TARGET_ASCEND
+          : !strcmp(t, "mindspore") ? MAP_TARGET_MINDSPORE : -1;
+    if (k < 0) {
+      fprintf(stderr, "migc convert: unknown target '%s' (cpu, ascend, mindspore)\n", t);
+      free(list);
+      return EXIT_BAD_INPUT;
     }
-    free(list);
+    j->want[k] = 1;
   }
-  if (make_dirs(outdir)) {
-    fprintf(stderr, "migc convert: cannot create %s: %s\n", outdir, strerror(errno));
-    return EXIT_BAD_INPUT;
+  free(list);
+  return EXIT_OK;
+}
+
+/* The steps of a conversion. Each returns 0 to go on; one that fails sets j->rc
+ * (its diagnostics are on j->d) and returns -1. */
+
+/* The model, imported once: every later step works on this one mg_model. The
+ * weights every output is made of (--weights, else the graph's own initializers)
+ * are opened before preparation binds them. */
+static int import_model(convert_job *j) {
+  if (!onnx_import(j->model, &j->d, &j->m)) j->m->derive_shapes_only = 1;
+  if (j->m && (j->weights ? weights_open(j->weights, j->key, &j->src, &j->d) : onnx_weights_open(j->m, &j->src, &j->d))) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
   }
-  mg_diags d;
-  mg_diags_init(&d);
-  mg_model *m = NULL;
-  wt_source *src = NULL;
-  wt_rules *rules = NULL;
-  wt_binding *binds = NULL;
-  int n_binds = 0, rc = EXIT_OK;
-  cov_model cm;
-  int have_cm = 0;
-  rule_set *rs[MAP_TARGET_COUNT] = {NULL, NULL, NULL};
-  double t0 = seconds();
-  /* import and prepare once; every target works on this one model. The weights
-   * every output is made of (--weights, else the graph's own initializers) are
-   * bound before constant folding, so that what folding computes from them (an
-   * LSTM's sliced gates in a PRESERVE export) is computed from the .pth. */
-  if (!onnx_import(model, &d, &m)) m->derive_shapes_only = 1;
-  if (m && (weights ? weights_open(weights, key, &src, &d) : onnx_weights_open(m, &src, &d))) {
-    rc = EXIT_BAD_INPUT;
-    goto done;
+  return 0;
+}
+
+/* The coverage report is this conversion's: the model's own nodes are recorded
+ * before preparation, the rules applied after it, the CPU column taken from the
+ * C emitter's diagnostics. */
+static int begin_coverage(convert_job *j) {
+  if (!j->m || j->cpu_only) return 0;
+  if (cli_coverage_rules(j->rs, &j->d) || coverage_begin(&j->cm, j->m, j->model)) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
   }
-  /* the coverage report is this conversion's: the model's own nodes recorded
-   * before preparation, the rules applied after it, the CPU column from the
-   * C emitter's diagnostics */
-  if (m && !cpu_only) {
-    if (cli_coverage_rules(rs, &d) || coverage_begin(&cm, m, model)) {
-      rc = EXIT_BAD_INPUT;
-      goto done;
-    }
-    have_cm = 1;
+  j->have_cm = 1;
+  return 0;
+}
+
+/* mg_prepare with the input shapes, binding the weights before constant folding,
+ * so that what folding computes from them (an LSTM's sliced gates in a PRESERVE
+ * export) is computed from the .pth. */
+static int prepare_model(convert_job *j) {
+  bind_step bs = {j->src, j->weights, NULL, 0};
+  int bad = !j->m || mg_prepare_with(j->m, j->ov, j->n_ov, bind_step_run, &bs, &j->d);
+  j->binds = bs.binds, j->n_binds = bs.n_binds;
+  if (bad) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
   }
-  bind_step bs = {src, weights, NULL, 0};
-  if (!m || mg_prepare_with(m, ov, n_ov, bind_step_run, &bs, &d)) {
-    binds = bs.binds;
-    rc = EXIT_BAD_INPUT;
-    goto done;
+  j->t_import = seconds();
+  for (int i = 0; i < j->n_binds; i++) j->unbound += j->binds[i].kind == WT_UNBOUND;
+  if (j->have_cm && coverage_map(&j->cm, j->m, j->rs)) {
+    j->rc = EXIT_INTERNAL;
+    return -1;
   }
-  binds = bs.binds, n_binds = bs.n_binds;
-  double t_import = seconds();
-  int unbound = 0;
-  for (int i = 0; i < n_binds; i++) unbound += binds[i].kind == WT_UNBOUND;
+  return 0;
+}
+
+/* OUTDIR/cpu/, and --strict's verdict on it and on the binding. */
+static int emit_cpu(convert_job *j) {
   char cpu_dir[PATH_MAX];
-  snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", outdir);
-  if (have_cm && coverage_map(&cm, m, rs)) {
-    rc = EXIT_INTERNAL;
-    goto done;
-  }
+  snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", j->outdir);
   cg_report r;
-  size_t first_cpu_diag = d.count;
-  if (emit_c(m, &o, cpu_dir, &r, &d)) {
-    rc = EXIT_BAD_INPUT;
-    goto done;
+  j->first_cpu_diag = j->d.count;
+  if (emit_c(j->m, &j->o, cpu_dir, &r, &j->d)) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
   }
   double t_cpu = seconds();
   fprintf(stderr,
@@ -351,74 +367,120 @@ int cmd_convert(int argc, char **argv) {
           "%d not converted\n"
           "convert: cpu: arena %zu bytes, lower bound %zu (%.3fx), weights %zu bytes; import %.3f s, generate %.3f s\n",
           r.n_nodes, r.n_folded, r.n_bn_folded, r.n_fused, r.n_inplace, r.n_unsupported, r.arena_bytes, r.lower_bound,
-          r.lower_bound ? (double)r.arena_bytes / (double)r.lower_bound : 1.0, r.weights_bytes, t_import - t0,
-          t_cpu - t_import);
-  if (strict && want[0] && r.n_unsupported) {
-    strict_names_cpu(&d);
-    rc = EXIT_BAD_INPUT;
+          r.lower_bound ? (double)r.arena_bytes / (double)r.lower_bound : 1.0, r.weights_bytes, j->t_import - j->t0,
+          t_cpu - j->t_import);
+  if (j->strict && j->want[MAP_TARGET_CPU] && r.n_unsupported) {
+    strict_names_cpu(&j->d);
+    j->rc = EXIT_BAD_INPUT;
   }
-  if (strict && weights && unbound) {
+  if (j->strict && j->weights && j->unbound) {
     fprintf(stderr, "migc convert: --strict: %d graph initializers are bound to no tensor of %s (warned above)\n",
-            unbound, weights);
-    rc = EXIT_BAD_INPUT;
+            j->unbound, j->weights);
+    j->rc = EXIT_BAD_INPUT;
   }
-  if (!cpu_only) {
-    char ckpt[PATH_MAX], map[PATH_MAX], cov_json[PATH_MAX], cov_md[PATH_MAX];
-    snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", outdir);
-    snprintf(map, sizeof map, "%s/weight_map.json", outdir);
-    snprintf(cov_json, sizeof cov_json, "%s/coverage.json", outdir);
-    snprintf(cov_md, sizeof cov_md, "%s/coverage.md", outdir);
-    char builtin[PATH_MAX];
-    const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
-    snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
-    wt_export_opts eo = {MG_UNDEFINED, 0, 1, weights ? weights : model, model, weights != NULL};
-    wt_export_stats st;
-    int erc = (rules = wt_rules_new()) && !wt_rules_load(rules, builtin, &d)
-                  ? wt_export_ckpt(src, rules, m, binds, n_binds, ckpt, map, &eo, &st, &d)
-                  : -1;
-    if (erc == 1) {
-      fprintf(stderr, "convert: the model has no parameters: no checkpoint written (MindSpore cannot load an "
-                      "empty one)\n");
-      unlink(ckpt); /* a checkpoint of an earlier conversion would no longer match */
-    } else if (erc) {
-      rc = EXIT_BAD_INPUT;
-    } else {
-      fprintf(stderr, "convert: checkpoint %s: %d tensors (%d renamed, %d dropped), %.1f MB\n", ckpt, st.written,
-              st.renamed, st.dropped, st.bytes / 1e6);
-      if (!weights) warn_anonymous_names(m, &d);
-    }
-    const int on[MAP_TARGET_COUNT] = {1, 1, 1};
-    if (coverage_cpu(&cm, &d, first_cpu_diag) || coverage_end(&cm)) {
-      rc = EXIT_INTERNAL;
-      goto done;
-    }
-    if (cli_coverage_write(&cm, 1, on, "json", cov_json) || cli_coverage_write(&cm, 1, on, "md", cov_md))
-      rc = rc ? rc : EXIT_BAD_INPUT;
-    const char *names[3] = {"cpu", "ascend", "mindspore"};
-    for (int t = 1; t < 3; t++) {
-      double rate = converted_rate(cov_json, names[t]);
-      fprintf(stderr, "convert: %s: %.1f%% of nodes mappable (coverage.md); emitter not built yet, nothing written\n",
-              names[t], rate < 0 ? 0 : 100 * rate);
-      if (strict && want[t] && rate < 1) {
-        strict_names_coverage(cov_json, names[t]);
-        rc = EXIT_BAD_INPUT;
-      }
+  return 0;
+}
+
+/* OUTDIR/model.ckpt and weight_map.json, with MindSpore names. A failure is
+ * recorded and the conversion goes on to the report. */
+static int write_checkpoint(convert_job *j) {
+  if (j->cpu_only) return 0;
+  char ckpt[PATH_MAX], map[PATH_MAX], builtin[PATH_MAX];
+  snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", j->outdir);
+  snprintf(map, sizeof map, "%s/weight_map.json", j->outdir);
+  const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
+  snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
+  wt_export_opts eo = {MG_UNDEFINED, 0, 1, j->weights ? j->weights : j->model, j->model, j->weights != NULL};
+  wt_export_stats st;
+  int erc = (j->rules = wt_rules_new()) && !wt_rules_load(j->rules, builtin, &j->d)
+                ? wt_export_ckpt(j->src, j->rules, j->m, j->binds, j->n_binds, ckpt, map, &eo, &st, &j->d)
+                : -1;
+  if (erc == 1) {
+    fprintf(stderr, "convert: the model has no parameters: no checkpoint written (MindSpore cannot load an "
+                    "empty one)\n");
+    unlink(ckpt); /* a checkpoint of an earlier conversion would no longer match */
+  } else if (erc) {
+    j->rc = EXIT_BAD_INPUT;
+  } else {
+    fprintf(stderr, "convert: checkpoint %s: %d tensors (%d renamed, %d dropped), %.1f MB\n", ckpt, st.written,
+            st.renamed, st.dropped, st.bytes / 1e6);
+    if (!j->weights) warn_anonymous_names(j->m, &j->d);
+  }
+  return 0;
+}
+
+/* OUTDIR/coverage.{json,md}, the CPU column from emit_cpu's diagnostics, and
+ * --strict's verdict on the targets that have no emitter yet. */
+static int write_coverage(convert_job *j) {
+  if (j->cpu_only) return 0;
+  char cov_json[PATH_MAX], cov_md[PATH_MAX];
+  snprintf(cov_json, sizeof cov_json, "%s/coverage.json", j->outdir);
+  snprintf(cov_md, sizeof cov_md, "%s/coverage.md", j->outdir);
+  const int on[MAP_TARGET_COUNT] = {1, 1, 1};
+  if (coverage_cpu(&j->cm, &j->d, j->first_cpu_diag) || coverage_end(&j->cm)) {
+    j->rc = EXIT_INTERNAL;
+    return -1;
+  }
+  if (cli_coverage_write(&j->cm, 1, on, "json", cov_json) || cli_coverage_write(&j->cm, 1, on, "md", cov_md))
+    j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
+  for (int t = MAP_TARGET_ASCEND; t < MAP_TARGET_COUNT; t++) {
+    double rate = converted_rate(cov_json, map_target_name(t));
+    fprintf(stderr, "convert: %s: %.1f%% of nodes mappable (coverage.md); emitter not built yet, nothing written\n",
+            map_target_name(t), rate < 0 ? 0 : 100 * rate);
+    if (j->strict && j->want[t] && rate < 1) {
+      strict_names_coverage(cov_json, map_target_name(t));
+      j->rc = EXIT_BAD_INPUT;
     }
   }
-  if (write_convert_json(outdir, model, weights, key, targets, &o, cpu_only, ov, n_ov)) {
-    fprintf(stderr, "migc convert: cannot write %s/convert.json: %s\n", outdir, strerror(errno));
-    rc = rc ? rc : EXIT_BAD_INPUT;
+  return 0;
+}
+
+/* OUTDIR/convert.json, which `migc verify OUTDIR` reads. */
+static int write_record(convert_job *j) {
+  if (write_convert_json(j->outdir, j->model, j->weights, j->key, j->targets, &j->o, j->cpu_only, j->ov, j->n_ov)) {
+    fprintf(stderr, "migc convert: cannot write %s/convert.json: %s\n", j->outdir, strerror(errno));
+    j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   }
-  fprintf(stderr, "convert: wrote %s in %.2f s%s\n", outdir, seconds() - t0,
-          rc == EXIT_BAD_INPUT && strict ? " (--strict: some nodes were not converted)" : "");
-done:
-  cli_report(&d);
-  mg_diags_free(&d);
-  if (have_cm) coverage_free(&cm);
-  for (int t = 0; t < MAP_TARGET_COUNT; t++) rules_free(rs[t]);
-  mg_free(binds);
-  wt_rules_free(rules);
-  wt_close(src);
-  mg_model_free(m);
+  fprintf(stderr, "convert: wrote %s in %.2f s%s\n", j->outdir, seconds() - j->t0,
+          j->rc == EXIT_BAD_INPUT && j->strict ? " (--strict: some nodes were not converted)" : "");
+  return 0;
+}
+
+/* The pipeline: import once, prepare once with the input shapes (binding the
+ * weights), then every output from that one prepared model. */
+static int convert_run(convert_job *j) {
+  j->t0 = seconds();
+  /* a failing step stops the ones after it; j->rc holds the verdict either way */
+  (void)(import_model(j) || begin_coverage(j) || prepare_model(j) || emit_cpu(j) || write_checkpoint(j) ||
+         write_coverage(j) || write_record(j));
+  return j->rc;
+}
+
+static void convert_free(convert_job *j) {
+  mg_diags_free(&j->d);
+  if (j->have_cm) coverage_free(&j->cm);
+  for (int t = 0; t < MAP_TARGET_COUNT; t++) rules_free(j->rs[t]);
+  mg_free(j->binds);
+  wt_rules_free(j->rules);
+  wt_close(j->src);
+  mg_model_free(j->m);
+}
+
+int cmd_convert(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    help(stdout);
+    return EXIT_OK;
+  }
+  convert_job j = {.targets = "cpu", .o = {.prefix = "model"}, .rc = EXIT_OK};
+  int rc = parse_args(argc, argv, &j);
+  if (rc != EXIT_OK) return rc;
+  if (make_dirs(j.outdir)) {
+    fprintf(stderr, "migc convert: cannot create %s: %s\n", j.outdir, strerror(errno));
+    return EXIT_BAD_INPUT;
+  }
+  mg_diags_init(&j.d);
+  rc = convert_run(&j);
+  cli_report(&j.d);
+  convert_free(&j);
   return rc;
 }

@@ -1,7 +1,7 @@
 /* Diagnostics: errors about the input are recorded here, never printed.
  *
- * Library code reports bad input with mg_diag_error() and returns a status; only
- * cli/ prints the recorded list. Internal bugs are asserts, not diagnostics. */
+ * Library code reports bad input with mg_error() / mg_warn() (mg_diag_add) and
+ * returns a status; only cli/ prints the recorded list. Internal bugs are asserts, not diagnostics. */
 #ifndef MG_DIAG_H
 #define MG_DIAG_H
 #include <stddef.h>

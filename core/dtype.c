@@ -3,9 +3,9 @@
 
 static const struct {
   size_t size;
-  const char *name, *numpy;
+  const char *name;
 } info[] = {
-#define X(name, id, size, str, np) [id] = {size, str, np},
+#define X(name, id, size, str) [id] = {size, str},
     MG_DTYPES(X)
 #undef X
 };

@@ -4,28 +4,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* X(NAME, onnx id, byte size, short name, numpy descr) */
-#define MG_DTYPES(X)                      \
-  X(UNDEFINED, 0, 0, "undefined", "")      \
-  X(F32, 1, 4, "float32", "<f4")            \
-  X(U8, 2, 1, "uint8", "|u1")               \
-  X(I8, 3, 1, "int8", "|i1")                \
-  X(U16, 4, 2, "uint16", "<u2")             \
-  X(I16, 5, 2, "int16", "<i2")              \
-  X(I32, 6, 4, "int32", "<i4")              \
-  X(I64, 7, 8, "int64", "<i8")              \
-  X(STRING, 8, 0, "string", "")             \
-  X(BOOL, 9, 1, "bool", "|b1")              \
-  X(F16, 10, 2, "float16", "<f2")           \
-  X(F64, 11, 8, "float64", "<f8")           \
-  X(U32, 12, 4, "uint32", "<u4")            \
-  X(U64, 13, 8, "uint64", "<u8")            \
-  X(C64, 14, 8, "complex64", "<c8")         \
-  X(C128, 15, 16, "complex128", "<c16")     \
-  X(BF16, 16, 2, "bfloat16", "")
+/* X(NAME, onnx id, byte size, short name) */
+#define MG_DTYPES(X)                  \
+  X(UNDEFINED, 0, 0, "undefined")     \
+  X(F32, 1, 4, "float32")             \
+  X(U8, 2, 1, "uint8")                \
+  X(I8, 3, 1, "int8")                 \
+  X(U16, 4, 2, "uint16")              \
+  X(I16, 5, 2, "int16")               \
+  X(I32, 6, 4, "int32")               \
+  X(I64, 7, 8, "int64")               \
+  X(STRING, 8, 0, "string")           \
+  X(BOOL, 9, 1, "bool")               \
+  X(F16, 10, 2, "float16")            \
+  X(F64, 11, 8, "float64")            \
+  X(U32, 12, 4, "uint32")             \
+  X(U64, 13, 8, "uint64")             \
+  X(C64, 14, 8, "complex64")          \
+  X(C128, 15, 16, "complex128")       \
+  X(BF16, 16, 2, "bfloat16")
 
 typedef enum {
-#define X(name, id, size, str, np) MG_##name = id,
+#define X(name, id, size, str) MG_##name = id,
   MG_DTYPES(X)
 #undef X
       MG_DTYPE_COUNT

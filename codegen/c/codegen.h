@@ -2,14 +2,16 @@
  * into a self-contained C99 project. The per-op emitters it calls are declared in
  * cg.h; the pipeline, in emit_c():
  *
- *   cg_lower        fold what the interpreter can evaluate on constants, fold
- *                   BatchNormalization into the Conv before it, DCE
- *   cg_check        every value static and of a supported type
- *   cg_fuse         activations into the producer that can apply them
- *   cg_plan         arena offsets by liveness, views and in-place reuse
- *   emit nodes      straight-line calls into model_run
- *   write project   model.h, model.c, model.weights or weights.c, runtime/,
- *                   main.c, Makefile, CMakeLists.txt */
+ *   cg_lower          lowering (codegen/common/lower.h): control flow, gradients,
+ *                     sequences; fold what the interpreter can evaluate on
+ *                     constants, fold BatchNormalization into the Conv before it
+ *   cg_bound_dynamic  values of run-time length planned at their largest shape
+ *   check nodes       every value planned and of a supported type
+ *   cg_fuse           activations into the producer that can apply them
+ *   cg_plan           arena offsets by liveness, views and in-place reuse
+ *   emit nodes        straight-line calls into model_run
+ *   cg_write_project  model.h, model.c, model.weights or weights.c, runtime/,
+ *                     main.c, Makefile, CMakeLists.txt */
 #ifndef MG_CODEGEN_H
 #define MG_CODEGEN_H
 #include "ir.h"
