@@ -52,7 +52,7 @@ class Tensor:
         elif isinstance(input_data, np.ndarray) or isinstance(input_data, np.generic):
             arr = np.asarray(input_data)
             _dtype.from_numpy(arr.dtype)  # TypeError for a numpy dtype MindSpore lacks
-            t = torch.from_numpy(np.ascontiguousarray(arr).copy())  # numpy arrays keep their dtype
+            t = torch.from_numpy(np.array(arr, copy=True, order="C"))  # numpy arrays keep their dtype
         elif isinstance(input_data, bool):
             if dtype is None:
                 raise not_in_facts(api, "a Python bool with dtype=None")
@@ -144,7 +144,7 @@ class Parameter(Tensor):
         elif isinstance(default_input, (np.ndarray, np.generic)):
             arr = np.asarray(default_input)
             _dtype.from_numpy(arr.dtype)
-            t = torch.from_numpy(np.ascontiguousarray(arr).copy())
+            t = torch.from_numpy(np.array(arr, copy=True, order="C"))
         elif isinstance(default_input, numbers.Real) and not isinstance(default_input, bool):
             t = Tensor(default_input)._t
         else:
