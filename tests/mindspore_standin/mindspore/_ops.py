@@ -36,7 +36,8 @@ def _same_dtype(api, ts):
 
 def _float_only(api, t):
     if not t.dtype.is_floating_point:
-        raise TypeError("%s: input dtype %s is not a float type" % (api, _dtype.from_torch(t.dtype)))
+        raise not_in_facts(api, "an input of dtype %s (the notes name no integer support)"
+                           % _dtype.from_torch(t.dtype))
 
 
 # mindspore.ops.arange: 'All-int inputs -> int64, any float -> float32; dtype keyword-only;

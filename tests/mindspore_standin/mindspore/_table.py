@@ -21,8 +21,12 @@ import json
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# tests/mindspore_standin/mindspore -> repository root -> ../shared
-_DEFAULT_TABLE = os.path.join(_HERE, "..", "..", "..", "..", "shared", "mindspore-api.json")
+# tests/mindspore_standin/mindspore -> repository root -> ../shared (or ./shared where a
+# checkout carries one)
+_REPO = os.path.join(_HERE, "..", "..", "..")
+_CANDIDATES = [os.path.join(_REPO, "..", "shared", "mindspore-api.json"),
+               os.path.join(_REPO, "shared", "mindspore-api.json")]
+_DEFAULT_TABLE = next((c for c in _CANDIDATES if os.path.isfile(c)), _CANDIDATES[0])
 TABLE_PATH = os.path.normpath(os.environ.get("MINDSPORE_STANDIN_API", _DEFAULT_TABLE))
 
 REQUIRED = "<required>"
