@@ -7,7 +7,7 @@ a name the table does not list is an AttributeError.
 """
 import sys as _sys
 
-from . import _table, _dtype, _tensor, _cell, _ops, _nn, _custom, _ckpt, _grad, _context
+from . import _dtype, _tensor, _cell, _ops, _nn, _custom, _ckpt, _grad, _context
 from . import _namespace
 
 _IMPLEMENTED = (

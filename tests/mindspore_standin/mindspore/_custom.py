@@ -15,7 +15,7 @@ import torch
 
 from . import _dtype
 from ._table import implements, not_in_facts
-from ._tensor import Tensor, T, wrap
+from ._tensor import T, wrap
 
 _FUNC_TYPES = ("hybrid", "akg", "tbe", "aicpu", "aot", "pyfunc", "julia")
 _LIBS = {}
