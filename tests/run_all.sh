@@ -45,6 +45,7 @@ suite "autodiff against torch gradients" bash tests/e2e/autodiff_torch.sh "$BUIL
 suite "migc verify: parity gate, mutations, JUnit" bash tests/e2e/verify.sh "$BUILD"
 suite "weights: .pth/.safetensors to .ckpt, checked by check-ckpt.py; binding; bad input" bash tests/e2e/weights.sh "$BUILD"
 suite "convert --weights: a fine-tuned .pth reaches the generated C (stale exports, both styles)" bash tests/e2e/weights_reach_c.sh "$BUILD"
+suite "MindSpore stand-in: strict API table bindings, pitfalls against torch, .ckpt, grads, ops.Custom" bash tests/e2e/mindspore_standin.sh
 suite "coverage says what convert does (zoo both styles, conformance; with and without --input-shape)" bash tests/e2e/coverage_agreement.sh "$BUILD"
 suite "coverage: zoo and node reports, honesty, rules errors, HTML" bash tests/e2e/coverage.sh "$BUILD"
 [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (60 s)" bash tests/fuzz/run.sh 60
