@@ -161,4 +161,14 @@ int map_eval(const mg_node *n, const char *target, const char *expr, mg_arena *a
  * table is generated from values.def, so a missing one does not compile). */
 int map_value_has_evaluator(const char *id);
 
+/* ---------- decompositions ---------- */
+
+/* Rewrites every node of m (its subgraphs included) whose matching rule for rs's
+ * target is a <decompose> into the ops it lists (the recipes of
+ * docs/rules-notes.md section 4), repeating on the nodes made until none
+ * decomposes, then re-runs shape inference. A node no recipe can lower (a shape
+ * it needs is not static, or its rule lists ops no recipe produces) is left alone
+ * with an unsupported diagnostic. Returns the number of nodes lowered, or -1
+ * (out of memory, or shape inference failed; recorded in d). */
+int map_lower(mg_model *m, const rule_set *rs, mg_diags *d);
 #endif
