@@ -317,14 +317,21 @@ static const struct {
     {MG_OP_Slice, "Range Gather", lower_slice},
 };
 
-/* The recipe for rule r (a decomposition of op), or NULL. */
+/* The recipe for op decomposed into `into`, or NULL. */
+static recipe_fn find_recipe(mg_op op, const char *into) {
+  for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
+    if (RECIPES[i].op == op && !strcmp(RECIPES[i].into, into)) return RECIPES[i].fn;
+  return NULL;
+}
+
+int map_lower_has_recipe(mg_op op, const char *into) { return find_recipe(op, into) != NULL; }
+
+/* The recipe for rule r (a decomposition), or NULL. */
 static recipe_fn recipe_for(const rule *r) {
   char into[256] = "";
   for (int i = 0; i < r->n_decompose; i++)
     snprintf(into + strlen(into), sizeof into - strlen(into), "%s%s", i ? " " : "", r->decompose[i]);
-  for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
-    if (RECIPES[i].op == r->op && !strcmp(RECIPES[i].into, into)) return RECIPES[i].fn;
-  return NULL;
+  return find_recipe(r->op, into);
 }
 
 typedef struct {

@@ -171,4 +171,7 @@ int map_value_has_evaluator(const char *id);
  * with an unsupported diagnostic. Returns the number of nodes lowered, or -1
  * (out of memory, or shape inference failed; recorded in d). */
 int map_lower(mg_model *m, const rule_set *rs, mg_diags *d);
+/* Whether map_lower has a recipe for op decomposed into `into` (the <decompose
+ * into> text: op names separated by single spaces). */
+int map_lower_has_recipe(mg_op op, const char *into);
 #endif
