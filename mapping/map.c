@@ -197,17 +197,17 @@ static int decomposable(const rule_set *rs, const rule *r, int depth, char *miss
   return 1;
 }
 
-node_map map_node(const mg_node *n, const rule_set *rs) {
-  node_map m = {MAP_UNSUPPORTED_OP, NULL};
+const rule *map_match(const mg_node *n, const rule_set *rs, map_status *status, char *detail, size_t dn) {
+  *status = MAP_UNSUPPORTED_OP;
   if (n->op == MG_OP_UNKNOWN) {
-    m.detail = fmt("%s%s%s is not an op migc knows; next step: a custom op (%s)", n->domain,
-                   *n->domain ? "::" : "", n->op_type,
-                   !rs ? "a C kernel" : !strcmp(rs->target, "ascend") ? "an Ascend C kernel" : "ops.Custom");
-    return m;
+    snprintf(detail, dn, "%s%s%s is not an op migc knows; next step: a custom op (%s)", n->domain,
+             *n->domain ? "::" : "", n->op_type,
+             !rs ? "a C kernel" : !strcmp(rs->target, "ascend") ? "an Ascend C kernel" : "ops.Custom");
+    return NULL;
   }
   if (!rs) { /* the CPU target has no rules: its emitter decides (coverage_cpu) */
-    m.detail = fmt("no rules for this target");
-    return m;
+    snprintf(detail, dn, "no rules for this target");
+    return NULL;
   }
   char why[768] = "";
   map_status fail = MAP_UNSUPPORTED_OP;
@@ -230,9 +230,9 @@ node_map map_node(const mg_node *n, const rule_set *rs) {
       continue;
     }
     if (r->call) {
-      m.status = MAP_SUPPORTED;
-      m.detail = fmt("%s", r->call);
-      return m;
+      *status = MAP_SUPPORTED;
+      snprintf(detail, dn, "%s", r->call);
+      return r;
     }
     char missing[128];
     if (!decomposable(rs, r, 0, missing, sizeof missing)) {
@@ -244,13 +244,75 @@ node_map map_node(const mg_node *n, const rule_set *rs) {
     char into[512] = "";
     for (int k = 0; k < r->n_decompose; k++)
       snprintf(into + strlen(into), sizeof into - strlen(into), "%s%s", k ? ", " : "", r->decompose[k]);
-    m.status = MAP_DECOMPOSED;
-    m.detail = fmt("decomposed into %s", into);
-    return m;
+    *status = MAP_DECOMPOSED;
+    snprintf(detail, dn, "decomposed into %s", into);
+    return r;
   }
-  m.status = fail;
+  *status = fail;
   if (!why[0]) snprintf(why, sizeof why, "no %s rule for %s; next step: a custom op (%s)", rs->target,
                         n->op_type, !strcmp(rs->target, "ascend") ? "an Ascend C kernel" : "ops.Custom");
-  m.detail = fmt("%s", why);
+  snprintf(detail, dn, "%s", why);
+  return NULL;
+}
+
+node_map map_node(const mg_node *n, const rule_set *rs) {
+  node_map m;
+  char detail[1024];
+  map_match(n, rs, &m.status, detail, sizeof detail);
+  m.detail = fmt("%s", detail);
   return m;
+}
+
+const char *rule_call(const rule *r) { return r->call; }
+const char *rule_kind(const rule *r) { return r->kind; }
+const char *rule_file(const rule *r) { return r->file; }
+int rule_line(const rule *r) { return r->line; }
+int rule_n_decompose(const rule *r) { return r->n_decompose; }
+mg_op rule_decompose_op(const rule *r, int i) {
+  return i >= 0 && i < r->n_decompose ? mg_op_lookup(r->decompose[i]) : MG_OP_UNKNOWN;
+}
+
+/* Evaluates the arguments of p's call; the first that fails sets p's status and
+ * detail. 0, or -1 when out of memory. */
+static int plan_args(map_plan *p, const mg_node *n, const rule_set *rs, mg_arena *a) {
+  const rule *r = p->rule;
+  p->args = mg_arena_alloc(a, sizeof *p->args * (size_t)(r->n_args + 1));
+  if (!p->args) return -1;
+  for (int i = 0; i < r->n_args; i++) {
+    map_arg *g = &p->args[p->n_args++];
+    g->name = r->args[i].name, g->pos = r->args[i].pos, g->expr = r->args[i].value;
+    map_status st;
+    char why[512];
+    if (!map_eval(n, rs->target, g->expr, a, &g->value, &st, why, sizeof why)) continue;
+    if (!strcmp(why, "out of memory")) return -1;
+    g->value.kind = MV_NONE;
+    if (p->failed_arg < 0) {
+      p->failed_arg = i;
+      p->status = st;
+      char d[768];
+      snprintf(d, sizeof d, "argument '%s' = %s of %s: %s", g->name, g->expr, r->call, why);
+      p->detail = mg_arena_strdup(a, d);
+      if (!p->detail) return -1;
+    }
+  }
+  return 0;
+}
+
+map_plan *map_node_plan(const mg_node *n, const rule_set *rs, mg_arena *a) {
+  map_plan *p = mg_arena_alloc(a, sizeof *p);
+  if (!p) return NULL;
+  memset(p, 0, sizeof *p);
+  p->failed_arg = -1;
+  char detail[1024];
+  p->rule = map_match(n, rs, &p->status, detail, sizeof detail);
+  p->detail = mg_arena_strdup(a, detail);
+  if (!p->detail) return NULL;
+  if (p->rule && p->rule->call) return plan_args(p, n, rs, a) ? NULL : p;
+  if (p->rule) {
+    mg_op *into = mg_arena_alloc(a, sizeof *into * (size_t)(p->rule->n_decompose + 1));
+    if (!into) return NULL;
+    for (int i = 0; i < p->rule->n_decompose; i++) into[i] = rule_decompose_op(p->rule, i);
+    p->into = into, p->n_into = p->rule->n_decompose;
+  }
+  return p;
 }

@@ -20,7 +20,7 @@ typedef struct {
   int pos;
 } rule_arg;
 
-typedef struct {
+struct rule {
   mg_op op;
   int64_t opset_lo, opset_hi;
   const char *kind;       /* <call kind>: cell, function, ... (NULL: none given) */
@@ -34,7 +34,22 @@ typedef struct {
   const char *file;
   int line;
   int removed;            /* replaced by a later file */
-} rule;
+};
+
+/* The rule that maps n for rs (NULL: none), with map_node's status and detail;
+ * a decomposition's rule is returned only when every op it names has a rule. */
+const rule *map_match(const mg_node *n, const rule_set *rs, map_status *status, char *detail, size_t dn);
+
+/* One sliced axis of a Slice node after ONNX clamping: indices start, start+step,
+ * ... (count of them), all in [0, dim). */
+typedef struct {
+  int axis;
+  int64_t start, step, count;
+} slice_range;
+
+/* Slice's ranges, one per axis its axes input names (starts, ends, axes and steps
+ * constant; the sliced dims static). 0, or -1 with the status and reason. */
+int slice_ranges(const mg_node *n, slice_range *out, int *n_out, map_status *st, char *why, size_t wn);
 
 struct rule_set {
   mg_arena arena;

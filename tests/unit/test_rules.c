@@ -530,6 +530,8 @@ static void check_decompose(xmlDocPtr d, const char *target) {
       if (!has_rule(d, w)) fail_msg("%s %s: decomposes into %s, which has no rule", target, op, w);
     }
     assert_true(n > 0);
+    if (!map_lower_has_recipe(mg_op_lookup(op), into))
+      fail_msg("%s %s: no recipe in mapping/lower.c decomposes it into '%s'", target, op, into);
   }
 }
 

@@ -1,0 +1,421 @@
+/* The decompositions of the rules files as IR rewrites (map_lower, contract in
+ * mapping.h). Each <decompose into="..."> of the rules files has a recipe here, keyed
+ * by the op and the exact list of ops (docs/rules-notes.md section 4 says what
+ * each computes and why it is exact). A recipe builds the new nodes with the
+ * shared rewriter (core/rewrite.h) and writes the original node's outputs, so
+ * readers and graph outputs keep their values; new values get their dtype and
+ * an unknown shape, which shape inference fills after each round. */
+#include "mapping_internal.h"
+#include "infer.h"
+#include "passes.h"
+#include "rewrite.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ROUNDS = 8, MAX_GROUPS = 1024 };
+
+typedef struct {
+  mg_rw w;
+  char why[256]; /* why a recipe left its node alone */
+} lower_ctx;
+
+/* A recipe: 1 when it replaced n, 0 when it cannot (c->why says why). */
+typedef int (*recipe_fn)(lower_ctx *c, mg_node *n);
+
+static const mg_shape UNKNOWN = {.rank = -1};
+static const mg_shape SCALAR = {.rank = 0};
+
+static int refuse(lower_ctx *c, const char *why) {
+  snprintf(c->why, sizeof c->why, "%s", why);
+  return 0;
+}
+
+/* A fresh value of dtype t named after n's first output. */
+static mg_value *temp(lower_ctx *c, const mg_node *n, mg_dtype t) {
+  return mg_rw_value(&c->w, n->out[0] ? n->out[0]->name : n->name, t, &UNKNOWN);
+}
+
+/* Appends a copy of attribute a (its arrays stay shared: they live in the model's
+ * arena) to node n, which the rewriter made. */
+static void append_attr(lower_ctx *c, mg_node *n, const mg_attr *a) {
+  if (c->w.failed || !n) return;
+  mg_attr *list = mg_arena_alloc(&c->w.m->arena, sizeof *list * (size_t)(n->n_attr + 1));
+  if (!list) {
+    c->w.failed = 1;
+    return;
+  }
+  if (n->n_attr) memcpy(list, n->attr, sizeof *list * (size_t)n->n_attr);
+  list[n->n_attr++] = *a;
+  n->attr = list;
+}
+
+/* Gives new node n the ops.def defaults of its int, float and string attributes
+ * it lacks, as import does, so that rules' requires see them. */
+static void fill_defaults(lower_ctx *c, mg_node *n) {
+  if (!n) return;
+  for (const char *p = mg_op_get(n->op)->attrs; *p;) {
+    p += strspn(p, " ");
+    size_t len = strcspn(p, " ");
+    char spec[128], *colon, *eq;
+    snprintf(spec, sizeof spec, "%.*s", (int)(len < sizeof spec ? len : sizeof spec - 1), p);
+    p += len;
+    if (!(colon = strchr(spec, ':')) || !(eq = strchr(colon, '='))) continue;
+    *colon = *eq = 0;
+    if (mg_node_attr(n, spec)) continue;
+    mg_attr a = {.name = mg_arena_strdup(&c->w.m->arena, spec)};
+    const char *type = colon + 1, *text = eq + 1;
+    if (!strcmp(type, "i")) a.kind = MG_ATTR_INT, a.i = strtoll(text, NULL, 10);
+    else if (!strcmp(type, "f")) a.kind = MG_ATTR_FLOAT, a.f = strtof(text, NULL);
+    else if (!strcmp(type, "s")) a.kind = MG_ATTR_STRING, a.s = mg_arena_strdup(&c->w.m->arena, text);
+    else continue;
+    if (!a.name || (a.kind == MG_ATTR_STRING && !a.s)) c->w.failed = 1;
+    append_attr(c, n, &a);
+  }
+}
+
+/* A new node with the defaults filled (mg_rw_node's contract otherwise); a node
+ * that needs other attribute values sets them before fill_defaults. */
+static mg_node *node(lower_ctx *c, mg_op op, const mg_node *orig, int n_in, mg_value *const *in, int n_out,
+                     mg_value *const *out) {
+  mg_node *n = mg_rw_node(&c->w, op, orig->name, n_in, in, n_out, out);
+  fill_defaults(c, n);
+  return n;
+}
+
+/* out := Cast(x, to). */
+static mg_node *cast(lower_ctx *c, const mg_node *orig, mg_value *x, mg_dtype to, mg_value *out) {
+  mg_node *k = mg_rw_node(&c->w, MG_OP_Cast, orig->name, 1, &x, 1, &out);
+  mg_rw_attr_int(&c->w, k, "to", to);
+  fill_defaults(c, k);
+  return k;
+}
+
+/* ---------- Einsum (aclnn) -> Transpose MatMul ---------- */
+
+/* out := x with its last two axes swapped (x has rank `rank`). */
+static void swap_last(lower_ctx *c, const mg_node *orig, mg_value *x, int rank, mg_value *out) {
+  int64_t perm[MG_MAX_RANK];
+  for (int r = 0; r < rank; r++) perm[r] = r;
+  perm[rank - 2] = rank - 1, perm[rank - 1] = rank - 2;
+  mg_node *t = mg_rw_node(&c->w, MG_OP_Transpose, orig->name, 1, &x, 1, &out);
+  mg_rw_attr_ints(&c->w, t, "perm", perm, rank);
+}
+
+/* A batched-matmul equation (rules' batched_matmul predicate): a = <b>ik or <b>ki,
+ * b = <b>kj or <b>jk, result <b>ij or <b>ji. */
+static int lower_einsum(lower_ctx *c, mg_node *n) {
+  char a[32], b[32], o[32], eq[128];
+  size_t k = 0;
+  const char *text = mg_attr_str(n, "equation", "");
+  for (const char *p = text; *p && k + 1 < sizeof eq; p++)
+    if (*p != ' ') eq[k++] = *p;
+  eq[k] = 0;
+  if (n->n_in != 2 || sscanf(eq, "%31[a-zA-Z],%31[a-zA-Z]->%31[a-zA-Z]", a, b, o) != 3)
+    return refuse(c, "the equation is not a product of two operands");
+  int rank = (int)strlen(a), nb = rank - 2;
+  char contracted = strchr(b + nb, a[nb]) && !strchr(o + nb, a[nb]) ? a[nb] : a[nb + 1];
+  int ta = a[nb] == contracted, tb = b[nb + 1] == contracted;
+  char j = b[nb] == contracted ? b[nb + 1] : b[nb];
+  int to = o[nb] == j;
+  mg_value *x = n->in[0], *y = n->in[1], *out = n->out[0];
+  if (ta) {
+    mg_value *t = temp(c, n, x->dtype);
+    swap_last(c, n, x, rank, t);
+    x = t;
+  }
+  if (tb) {
+    mg_value *t = temp(c, n, y->dtype);
+    swap_last(c, n, y, rank, t);
+    y = t;
+  }
+  mg_value *in[2] = {x, y}, *prod = to ? temp(c, n, out->dtype) : out;
+  node(c, MG_OP_MatMul, n, 2, in, 1, &prod);
+  if (to) swap_last(c, n, prod, rank, out);
+  return 1;
+}
+
+/* ---------- HardSigmoid (aclnn) -> Mul Add Clip ---------- */
+
+/* max(0, min(1, alpha*x + beta)) = Clip(Add(Mul(x, alpha), beta), 0, 1). */
+static int lower_hardsigmoid(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_dtype t = x->dtype;
+  if (!mg_dtype_is_float(t)) return refuse(c, "HardSigmoid of a non-float dtype");
+  mg_value *alpha = mg_rw_const_fill(&c->w, "hardsigmoid_alpha", t, &SCALAR, mg_attr_float(n, "alpha", 0.2f));
+  mg_value *beta = mg_rw_const_fill(&c->w, "hardsigmoid_beta", t, &SCALAR, mg_attr_float(n, "beta", 0.5f));
+  mg_value *lo = mg_rw_const_fill(&c->w, "hardsigmoid_lo", t, &SCALAR, 0);
+  mg_value *hi = mg_rw_const_fill(&c->w, "hardsigmoid_hi", t, &SCALAR, 1);
+  if (!alpha || !beta || !lo || !hi) return refuse(c, "HardSigmoid of a dtype without float constants");
+  mg_value *scaled = temp(c, n, t), *shifted = temp(c, n, t);
+  mg_value *mul_in[2] = {x, alpha}, *add_in[2] = {scaled, beta}, *clip_in[3] = {shifted, lo, hi};
+  node(c, MG_OP_Mul, n, 2, mul_in, 1, &scaled);
+  node(c, MG_OP_Add, n, 2, add_in, 1, &shifted);
+  node(c, MG_OP_Clip, n, 3, clip_in, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- Equal (aclnn, integers) -> Sub Cast Not ---------- */
+
+/* a == b exactly when a - b is 0, also when the subtraction wraps. */
+static int lower_equal(lower_ctx *c, mg_node *n) {
+  mg_value *a = n->in[0];
+  if (!mg_dtype_is_int(a->dtype)) return refuse(c, "Equal of a non-integer dtype");
+  mg_value *diff = temp(c, n, a->dtype), *nonzero = temp(c, n, MG_BOOL);
+  node(c, MG_OP_Sub, n, 2, n->in, 1, &diff);
+  cast(c, n, diff, MG_BOOL, nonzero);
+  node(c, MG_OP_Not, n, 1, &nonzero, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- Not (aclnn) -> Cast Sub ---------- */
+
+/* not x = Cast(1 - Cast(x, int32), bool). */
+static int lower_not(lower_ctx *c, mg_node *n) {
+  int32_t one = 1;
+  mg_value *wide = temp(c, n, MG_I32), *flipped = temp(c, n, MG_I32);
+  mg_value *k = mg_rw_const(&c->w, "not_one", MG_I32, &SCALAR, &one, sizeof one);
+  cast(c, n, n->in[0], MG_I32, wide);
+  mg_value *sub_in[2] = {k, wide};
+  node(c, MG_OP_Sub, n, 2, sub_in, 1, &flipped);
+  cast(c, n, flipped, MG_BOOL, n->out[0]);
+  return 1;
+}
+
+/* ---------- Flatten, Unsqueeze -> Reshape ---------- */
+
+/* A Reshape to the output's shape; one unknown dim becomes -1. */
+static int lower_to_reshape(lower_ctx *c, mg_node *n) {
+  const mg_shape *s = &n->out[0]->shape;
+  int64_t target[MG_MAX_RANK];
+  int unknown = 0;
+  if (s->rank < 0) return refuse(c, "the output rank is unknown");
+  for (int r = 0; r < s->rank; r++) {
+    target[r] = s->d[r].v < 0 ? -1 : s->d[r].v;
+    unknown += s->d[r].v < 0;
+  }
+  if (unknown > 1) return refuse(c, "more than one output dim is not static");
+  mg_value *in[2] = {n->in[0], mg_rw_const_i64(&c->w, "reshape_shape", target, s->rank, 1)};
+  node(c, MG_OP_Reshape, n, 2, in, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- ConstantOfShape -> Expand ---------- */
+
+/* Expand(value as a 0-D tensor, shape): a 0-D value broadcasts to any shape,
+ * the empty one included. */
+static int lower_constant_of_shape(lower_ctx *c, mg_node *n) {
+  const mg_attr *a = mg_node_attr(n, "value");
+  float zero = 0;
+  mg_dtype t = MG_F32;
+  const void *data = &zero;
+  if (a && a->kind == MG_ATTR_TENSOR && a->t && a->t->data) {
+    t = a->t->dtype, data = a->t->data;
+    if (a->t->nbytes != mg_dtype_size(t)) return refuse(c, "value is not one element");
+  }
+  mg_value *in[2] = {mg_rw_const(&c->w, "constant_of_shape_value", t, &SCALAR, data, mg_dtype_size(t)), n->in[0]};
+  node(c, MG_OP_Expand, n, 2, in, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- grouped Conv (mindspore) -> Split Conv Concat ---------- */
+
+/* The g parts of v along axis (dim d): constants sliced from its data when it is
+ * a constant and axis is 0, else a Split node's outputs. */
+static void split_parts(lower_ctx *c, const mg_node *n, mg_value *v, int axis, int64_t d, int g, mg_value **parts) {
+  int64_t sizes[MAX_GROUPS];
+  for (int i = 0; i < g; i++) sizes[i] = d / g;
+  if (v->data && axis == 0 && v->shape.rank >= 1 && mg_shape_is_static(&v->shape)) {
+    mg_shape s = v->shape;
+    s.d[0].v = d / g;
+    size_t bytes = v->nbytes / (size_t)g;
+    for (int i = 0; i < g; i++) parts[i] = mg_rw_const(&c->w, v->name, v->dtype, &s, (const char *)v->data + bytes * i, bytes);
+    return;
+  }
+  for (int i = 0; i < g; i++) parts[i] = temp(c, n, v->dtype);
+  mg_value *in[2] = {v, mg_rw_const_i64(&c->w, "split_sizes", sizes, g, 1)};
+  mg_node *s = mg_rw_node(&c->w, MG_OP_Split, n->name, 2, in, g, parts);
+  mg_rw_attr_int(&c->w, s, "axis", axis);
+  fill_defaults(c, s);
+}
+
+/* One Conv (group 1, the other attributes kept) per group on channel slices of
+ * the input, weight and bias, joined on axis 1. */
+static int lower_grouped_conv(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
+  int64_t g = mg_attr_int(n, "group", 1);
+  if (x->shape.rank < 2 || w->shape.rank < 1) return refuse(c, "input or weight rank unknown");
+  int64_t ci = x->shape.d[1].v, co = w->shape.d[0].v;
+  if (g < 2 || g > MAX_GROUPS || ci < 0 || co < 0 || ci % g || co % g)
+    return refuse(c, "the channels are not static multiples of group");
+  mg_value *xs[MAX_GROUPS], *ws[MAX_GROUPS], *bs[MAX_GROUPS], *ys[MAX_GROUPS];
+  split_parts(c, n, x, 1, ci, (int)g, xs);
+  split_parts(c, n, w, 0, co, (int)g, ws);
+  if (b) split_parts(c, n, b, 0, co, (int)g, bs);
+  for (int i = 0; i < g && !c->w.failed; i++) {
+    ys[i] = temp(c, n, n->out[0]->dtype);
+    mg_value *in[3] = {xs[i], ws[i], b ? bs[i] : NULL};
+    mg_node *conv = mg_rw_node(&c->w, MG_OP_Conv, n->name, b ? 3 : 2, in, 1, &ys[i]);
+    for (int k = 0; k < n->n_attr; k++)
+      if (strcmp(n->attr[k].name, "group")) append_attr(c, conv, &n->attr[k]);
+    mg_rw_attr_int(&c->w, conv, "group", 1);
+  }
+  mg_node *cat = mg_rw_node(&c->w, MG_OP_Concat, n->name, (int)g, ys, 1, &n->out[0]);
+  mg_rw_attr_int(&c->w, cat, "axis", 1);
+  return 1;
+}
+
+/* ---------- Slice (mindspore) -> Range Gather ---------- */
+
+/* Per sliced axis Gather(x, Range(start, start + count*step, step), axis), the
+ * start clamped as ONNX does, so that every index is in [0, dim). An axis taken
+ * whole is skipped, unless every one is. */
+static int lower_slice(lower_ctx *c, mg_node *n) {
+  slice_range sr[MG_MAX_RANK];
+  int count;
+  map_status st;
+  if (slice_ranges(n, sr, &count, &st, c->why, sizeof c->why)) return 0;
+  int keep[MG_MAX_RANK], kept = 0;
+  for (int i = 0; i < count; i++) {
+    int64_t d = n->in[0]->shape.d[sr[i].axis].v;
+    keep[i] = !(sr[i].start == 0 && sr[i].step == 1 && sr[i].count == d);
+    kept += keep[i];
+  }
+  if (!kept) keep[count - 1] = 1, kept = 1;
+  mg_value *cur = n->in[0];
+  for (int i = 0; i < count; i++) {
+    if (!keep[i]) continue;
+    int64_t limit = sr[i].start + sr[i].count * sr[i].step;
+    mg_value *range_in[3] = {mg_rw_const_i64(&c->w, "slice_start", &sr[i].start, 1, 0),
+                             mg_rw_const_i64(&c->w, "slice_limit", &limit, 1, 0),
+                             mg_rw_const_i64(&c->w, "slice_step", &sr[i].step, 1, 0)};
+    mg_value *idx = temp(c, n, MG_I64), *next = --kept ? temp(c, n, cur->dtype) : n->out[0];
+    node(c, MG_OP_Range, n, 3, range_in, 1, &idx);
+    mg_value *gather_in[2] = {cur, idx};
+    mg_node *gather = mg_rw_node(&c->w, MG_OP_Gather, n->name, 2, gather_in, 1, &next);
+    mg_rw_attr_int(&c->w, gather, "axis", sr[i].axis);
+    cur = next;
+  }
+  return 1;
+}
+
+/* ---------- the driver ---------- */
+
+static const struct {
+  mg_op op;
+  const char *into; /* the <decompose into> list, exactly */
+  recipe_fn fn;
+} RECIPES[] = {
+    {MG_OP_Einsum, "Transpose MatMul", lower_einsum},
+    {MG_OP_HardSigmoid, "Mul Add Clip", lower_hardsigmoid},
+    {MG_OP_Equal, "Sub Cast Not", lower_equal},
+    {MG_OP_Not, "Cast Sub", lower_not},
+    {MG_OP_Flatten, "Reshape", lower_to_reshape},
+    {MG_OP_Unsqueeze, "Reshape", lower_to_reshape},
+    {MG_OP_ConstantOfShape, "Expand", lower_constant_of_shape},
+    {MG_OP_Conv, "Split Conv Concat", lower_grouped_conv},
+    {MG_OP_Slice, "Range Gather", lower_slice},
+};
+
+/* The recipe for op decomposed into `into`, or NULL. */
+static recipe_fn find_recipe(mg_op op, const char *into) {
+  for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
+    if (RECIPES[i].op == op && !strcmp(RECIPES[i].into, into)) return RECIPES[i].fn;
+  return NULL;
+}
+
+int map_lower_has_recipe(mg_op op, const char *into) { return find_recipe(op, into) != NULL; }
+
+/* The recipe for rule r (a decomposition), or NULL. */
+static recipe_fn recipe_for(const rule *r) {
+  char into[256] = "";
+  for (int i = 0; i < r->n_decompose; i++)
+    snprintf(into + strlen(into), sizeof into - strlen(into), "%s%s", i ? " " : "", r->decompose[i]);
+  return find_recipe(r->op, into);
+}
+
+typedef struct {
+  mg_model *m;
+  const rule_set *rs;
+  mg_diags *d;
+  int lowered, failed;
+  const mg_node **refused; /* nodes already reported, so that a later round does not repeat */
+  int n_refused, cap_refused;
+} lower_run;
+
+static int was_refused(const lower_run *run, const mg_node *n) {
+  for (int i = 0; i < run->n_refused; i++)
+    if (run->refused[i] == n) return 1;
+  return 0;
+}
+
+/* Reports (once) that n stays as it is. */
+static void report(lower_run *run, const mg_node *n, const char *why) {
+  if (was_refused(run, n)) return;
+  if (run->n_refused == run->cap_refused) {
+    int cap = run->cap_refused ? 2 * run->cap_refused : 16;
+    const mg_node **list = mg_realloc(run->refused, sizeof *list * (size_t)cap);
+    if (!list) {
+      run->failed = 1;
+      return;
+    }
+    run->refused = list, run->cap_refused = cap;
+  }
+  run->refused[run->n_refused++] = n;
+  mg_error(run->d, UNSUPPORTED, n->name, n->op_type, "%s: %s does not decompose: %s", run->rs->target, n->op_type, why);
+}
+
+/* One round over graph g: every node whose rule decomposes it is rewritten. */
+static int lower_graph(mg_graph *g, void *ctx) {
+  lower_run *run = ctx;
+  lower_ctx c = {0};
+  mg_rw_begin(&c.w, run->m, g);
+  int n_nodes = g->n_nodes;
+  mg_node **nodes = g->nodes;
+  for (int i = 0; i < n_nodes; i++) {
+    mg_node *n = nodes[i];
+    map_status st;
+    char detail[1024];
+    const rule *r = map_match(n, run->rs, &st, detail, sizeof detail);
+    recipe_fn fn = r && r->n_decompose ? recipe_for(r) : NULL;
+    if (!r || !r->n_decompose || was_refused(run, n)) {
+      mg_rw_keep(&c.w, n);
+      continue;
+    }
+    c.why[0] = 0;
+    if (fn && fn(&c, n)) {
+      run->lowered++;
+      continue;
+    }
+    report(run, n, fn ? c.why : "no recipe for this decomposition (mapping/lower.c)");
+    mg_rw_keep(&c.w, n);
+  }
+  if (mg_rw_end(&c.w)) run->failed = 1;
+  return run->failed;
+}
+
+int map_lower(mg_model *m, const rule_set *rs, mg_diags *d) {
+  lower_run run = {.m = m, .rs = rs, .d = d};
+  int rc = 0;
+  for (int round = 0; round < MAX_ROUNDS; round++) {
+    int before = run.lowered;
+    mg_graph_walk(m->graph, lower_graph, &run);
+    if (run.failed) break;
+    if (run.lowered == before) break;
+    ir_count_uses(m);
+    if (pass_dce(m) < 0) {
+      run.failed = 1;
+      break;
+    }
+    if (ir_infer_shapes(m, NULL, 0, d)) {
+      rc = -1;
+      break;
+    }
+  }
+  mg_free(run.refused);
+  if (run.failed) {
+    mg_error(d, OOM, NULL, NULL, "out of memory");
+    return -1;
+  }
+  return rc ? rc : run.lowered;
+}
