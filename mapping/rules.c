@@ -1,5 +1,6 @@
 /* Loading and validating rules files (libxml2). */
 #include "mapping_internal.h"
+#include "safe_xml.h"
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <stdio.h>
@@ -290,20 +291,10 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
   return 0;
 }
 
-static void quiet(void *ctx, const char *msg, ...) { (void)ctx, (void)msg; }
-
 int rules_load(rule_set *rs, const char *path, mg_diags *d) {
-  xmlSetGenericErrorFunc(NULL, quiet);
-  xmlDoc *doc = xmlReadFile(path, NULL, XML_PARSE_NONET);
+  xmlDoc *doc = mg_xml_read(path, d);
   int rc = 0;
-  if (!doc) {
-    const xmlError *e = xmlGetLastError();
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", e && e->message ? e->message : "cannot be read or is not XML");
-    msg[strcspn(msg, "\n")] = 0;
-    mg_error(d, MALFORMED, NULL, NULL, "%s:%d: %s", path, e ? e->line : 0, msg);
-    return -1;
-  }
+  if (!doc) return -1;
   xmlNode *root = xmlDocGetRootElement(doc);
   if (!root || strcmp((const char *)root->name, "rules")) {
     BAD(root ? root : (xmlNode *)doc, "the root element must be <rules>");

@@ -1,5 +1,6 @@
 /* Parity policy files (see policy.h). */
 #include "policy.h"
+#include "safe_xml.h"
 #include "arena.h"
 #include <errno.h>
 #include <fnmatch.h>
@@ -131,39 +132,8 @@ static int read_rules(const char *path, xmlNode *parent, const char *model, pari
 
 int policy_load(const char *path, parity_policy **out, mg_diags *d) {
   *out = NULL;
-  /* read here, not by libxml2, whose I/O errors would print */
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    mg_error(d, IO, NULL, NULL, "%s: %s", path, strerror(errno));
-    return -1;
-  }
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 > cap) {
-      char *t = mg_realloc(text, cap = 2 * cap + 4096);
-      if (!t) break;
-      text = t;
-    }
-    size_t got = fread(text + len, 1, cap - len, f);
-    len += got;
-    if (!got) break;
-  }
-  int read_err = ferror(f) || !text;
-  fclose(f);
-  if (read_err) {
-    mg_free(text);
-    mg_error(d, IO, NULL, NULL, "%s: cannot read", path);
-    return -1;
-  }
-  xmlDoc *doc = xmlReadMemory(text, (int)len, path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-  mg_free(text);
-  if (!doc) {
-    const xmlError *e = xmlGetLastError();
-    const char *msg = e && e->message ? e->message : "not well-formed XML";
-    mg_error(d, MALFORMED, NULL, NULL, "%s:%d: %.*s", path, e ? e->line : 0, (int)strcspn(msg, "\n"), msg);
-    return -1;
-  }
+  xmlDoc *doc = mg_xml_read(path, d);
+  if (!doc) return -1;
   xmlNode *root = xmlDocGetRootElement(doc);
   parity_policy *p = mg_malloc(sizeof *p);
   int rc = -1;

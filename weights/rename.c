@@ -1,5 +1,6 @@
 /* Rules files (libxml2) and the renaming plan. */
 #include "rename.h"
+#include "safe_xml.h"
 #include "arena.h"
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -160,25 +161,9 @@ static int load_name_rule(wt_rules *r, xmlNode *n, const char *path, mg_diags *d
   return 0;
 }
 
-static void silent(void *ctx, const char *msg, ...) {
-  (void)ctx, (void)msg;
-}
-
 int wt_rules_load(wt_rules *r, const char *path, mg_diags *d) {
-  xmlSetGenericErrorFunc(NULL, silent);
-  xmlDoc *doc = xmlReadFile(path, NULL, XML_PARSE_NONET);
-  if (!doc) {
-    const xmlError *e = xmlGetLastError();
-    mg_error(d, MALFORMED, NULL, NULL, "%s:%d: %s", path, e ? e->line : 0,
-             e && e->message ? e->message : "not well-formed XML (or cannot be read)");
-    /* libxml2's message ends with a newline */
-    if (d->count && d->items[d->count - 1].message) {
-      char *m = d->items[d->count - 1].message;
-      size_t l = strlen(m);
-      while (l && (m[l - 1] == '\n' || m[l - 1] == ' ')) m[--l] = 0;
-    }
-    return -1;
-  }
+  xmlDoc *doc = mg_xml_read(path, d);
+  if (!doc) return -1;
   int rc = 0;
   xmlNode *root = xmlDocGetRootElement(doc);
   if (!root || strcmp((const char *)root->name, "naming")) {

@@ -190,6 +190,12 @@ static void test_policy(void **st) {
   path = write_tmp("<parity-policy>\n  <grad\n</parity-policy>\n");
   assert_int_equal(policy_load(path, &p, &d), -1);
   unlink(path);
+  /* a DTD is refused before it is parsed: no entity (billion laughs, external) is ever expanded */
+  path = write_tmp("<?xml version=\"1.0\"?>\n<!DOCTYPE p [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;\">]>\n"
+                   "<parity-policy><forward rtol=\"1e-3\" note=\"&b;\"/></parity-policy>\n");
+  assert_int_equal(policy_load(path, &p, &d), -1);
+  assert_non_null(strstr(d.items[d.count - 1].message, ":2: a <!DOCTYPE is not accepted"));
+  unlink(path);
   mg_diags_free(&d);
 }
 
