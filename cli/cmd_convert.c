@@ -8,6 +8,7 @@
  * OUTDIR` reads. */
 #include "cli.h"
 #include "codegen.h"
+#include "mindspore.h"
 #include "coverage.h"
 #include "export.h"
 #include "onnx_import.h"
@@ -38,9 +39,10 @@ static void help(FILE *f) {
           "  weight_map.json    what was done to every tensor\n"
           "  coverage.json/.md  every node's status on every target\n"
           "  convert.json       the source model (absolute), weights source and options\n"
+          "  mindspore/         with --target mindspore: net.py (class Net(nn.Cell), its\n"
+          "                     parameters the checkpoint's tags) and run.py\n"
           "Nodes a target cannot take are reported one by one (and the rest is converted);\n"
-          "the Ascend and MindSpore emitters are not built yet, so for them only the\n"
-          "coverage report is written.\n"
+          "the Ascend emitter is not built yet, so for it only the coverage report is written.\n"
           "\n"
           "  --weights SRC          .pth/.safetensors for the checkpoint (default: the\n"
           "                         ONNX initializers); its tensors are bound to the graph\n"
@@ -95,14 +97,16 @@ static double converted_rate(const char *json_path, const char *t) {
   return rate;
 }
 
-/* --strict's message for target t: the nodes it cannot take, named (the first
- * eight), from the CPU emitter's diagnostics (cpu) or the coverage report. */
-static void strict_names_cpu(const mg_diags *d) {
+/* --strict's message for a target with an emitter: the nodes it could not take,
+ * named (the first eight), from its unsupported diagnostics d->items[first..]
+ * (a rules target's begin with its name). */
+static void strict_names_emitted(const mg_diags *d, const char *target, size_t first) {
   int n = 0;
-  fprintf(stderr, "migc convert: --strict: not converted for cpu:");
-  for (size_t i = 0; i < d->count; i++) {
+  fprintf(stderr, "migc convert: --strict: not converted for %s:", target);
+  for (size_t i = first; i < d->count; i++) {
     const mg_diag *g = &d->items[i];
     if (g->code != MG_D_UNSUPPORTED || !g->node) continue;
+    if (strcmp(target, "cpu") && (!g->message || strncmp(g->message, target, strlen(target)))) continue;
     if (n++ < 8) fprintf(stderr, "%s '%s' (%s)", n > 1 ? "," : "", g->node, g->op ? g->op : "?");
   }
   fprintf(stderr, n > 8 ? " and %d more\n" : "\n", n - 8);
@@ -230,7 +234,8 @@ typedef struct {
   cov_model cm;
   int have_cm;
   rule_set *rs[MAP_TARGET_COUNT];
-  size_t first_cpu_diag;
+  size_t first_cpu_diag, first_ms_diag;
+  mg_model *ms_model;         /* the MindSpore target's own copy, cloned before C lowers m */
   double t0, t_import;
   int rc;
 } convert_job;
@@ -344,6 +349,11 @@ static int prepare_model(convert_job *j) {
   }
   j->t_import = seconds();
   for (int i = 0; i < j->n_binds; i++) j->unbound += j->binds[i].kind == WT_UNBOUND;
+  if (j->want[MAP_TARGET_MINDSPORE] && !j->cpu_only && !(j->ms_model = mg_model_clone(j->m))) {
+    mg_error(&j->d, OOM, NULL, NULL, "out of memory copying the model for the MindSpore target");
+    j->rc = EXIT_INTERNAL;
+    return -1;
+  }
   if (j->have_cm && coverage_map(&j->cm, j->m, j->rs)) {
     j->rc = EXIT_INTERNAL;
     return -1;
@@ -370,7 +380,7 @@ static int emit_cpu(convert_job *j) {
           r.lower_bound ? (double)r.arena_bytes / (double)r.lower_bound : 1.0, r.weights_bytes, j->t_import - j->t0,
           t_cpu - j->t_import);
   if (j->strict && j->want[MAP_TARGET_CPU] && r.n_unsupported) {
-    strict_names_cpu(&j->d);
+    strict_names_emitted(&j->d, "cpu", 0);
     j->rc = EXIT_BAD_INPUT;
   }
   if (j->strict && j->weights && j->unbound) {
@@ -409,6 +419,74 @@ static int write_checkpoint(convert_job *j) {
   return 0;
 }
 
+/* What net.py's parameters are called: the checkpoint's plan, and the binding of
+ * each graph initializer to the tensor of the weights behind it. */
+typedef struct {
+  const wt_binding *b;
+  int nb;
+  const wt_plan_entry *plan;
+  int n_plan;
+} ms_tags;
+
+static const char *ms_param_tag(void *ctx, const mg_value *init, const char **why) {
+  const ms_tags *t = ctx;
+  const wt_binding *b = NULL;
+  for (int i = 0; i < t->nb && !b; i++)
+    if (!strcmp(t->b[i].init->name, init->name)) b = &t->b[i];
+  if (!b || b->kind == WT_UNBOUND || b->kind == WT_CONSTANT) return NULL;
+  switch (b->kind) {
+  case WT_BY_NAME: case WT_BY_VALUE: case WT_BY_SCOPE: break;
+  case WT_BN_FOLD_WEIGHT: case WT_BN_FOLD_BIAS:
+    *why = "the export folded a BatchNorm into this Conv; its nn.BatchNorm2d is not unfolded yet (export with "
+           "training=TrainingMode.PRESERVE for now)";
+    return NULL;
+  case WT_BY_TRANSPOSE: *why = "the export stores this weight transposed"; return NULL;
+  case WT_RNN_GATES: *why = "the export reorders this recurrent layer's gates"; return NULL;
+  default: *why = "the export computed this constant from a parameter"; return NULL;
+  }
+  for (int i = 0; i < t->n_plan; i++)
+    if (t->plan[i].src == b->src) {
+      if (t->plan[i].unsqueeze_axis >= 0) {
+        *why = "the checkpoint changes this parameter's layout (Conv1d as Conv2d)";
+        return NULL;
+      }
+      return t->plan[i].ms_name;
+    }
+  return NULL;
+}
+
+/* OUTDIR/mindspore/: net.py and run.py, from the rules' plan, with parameters
+ * named as the checkpoint names them. */
+static int emit_mindspore_net(convert_job *j) {
+  if (!j->ms_model || !j->rules) return 0;
+  wt_type_hint *hints = NULL;
+  wt_plan_entry *plan = NULL;
+  int n_hints = 0, n_plan = 0;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/mindspore", j->outdir);
+  ms_report r;
+  int rc = wt_graph_types(j->src, j->m, j->binds, j->n_binds, &hints, &n_hints, &j->d) ||
+           wt_plan(j->src, j->rules, hints, n_hints, &plan, &n_plan, &j->d);
+  j->first_ms_diag = j->d.count;
+  if (!rc) {
+    ms_tags t = {j->binds, j->n_binds, plan, n_plan};
+    rc = emit_mindspore(j->ms_model, j->rs[MAP_TARGET_MINDSPORE], ms_param_tag, &t, dir, &r, &j->d);
+  }
+  wt_plan_free(plan, n_plan);
+  mg_free(hints);
+  if (rc) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
+  }
+  fprintf(stderr, "convert: mindspore: %d statements, %d cells, %d parameters, %d not converted (%s/net.py)\n",
+          r.n_nodes, r.n_cells, r.n_params, r.n_unsupported, dir);
+  if (j->strict && j->want[MAP_TARGET_MINDSPORE] && r.n_unsupported) {
+    strict_names_emitted(&j->d, "mindspore", j->first_ms_diag);
+    j->rc = EXIT_BAD_INPUT;
+  }
+  return 0;
+}
+
 /* OUTDIR/coverage.{json,md}, the CPU column from emit_cpu's diagnostics, and
  * --strict's verdict on the targets that have no emitter yet. */
 static int write_coverage(convert_job *j) {
@@ -417,13 +495,16 @@ static int write_coverage(convert_job *j) {
   snprintf(cov_json, sizeof cov_json, "%s/coverage.json", j->outdir);
   snprintf(cov_md, sizeof cov_md, "%s/coverage.md", j->outdir);
   const int on[MAP_TARGET_COUNT] = {1, 1, 1};
-  if (coverage_cpu(&j->cm, &j->d, j->first_cpu_diag) || coverage_end(&j->cm)) {
+  if (coverage_cpu(&j->cm, &j->d, j->first_cpu_diag) ||
+      (j->ms_model && coverage_emitter(&j->cm, MAP_TARGET_MINDSPORE, &j->d, j->first_ms_diag)) ||
+      coverage_end(&j->cm)) {
     j->rc = EXIT_INTERNAL;
     return -1;
   }
   if (cli_coverage_write(&j->cm, 1, on, "json", cov_json) || cli_coverage_write(&j->cm, 1, on, "md", cov_md))
     j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   for (int t = MAP_TARGET_ASCEND; t < MAP_TARGET_COUNT; t++) {
+    if (t == MAP_TARGET_MINDSPORE && j->ms_model) continue; /* its emitter has spoken */
     double rate = converted_rate(cov_json, map_target_name(t));
     fprintf(stderr, "convert: %s: %.1f%% of nodes mappable (coverage.md); emitter not built yet, nothing written\n",
             map_target_name(t), rate < 0 ? 0 : 100 * rate);
@@ -452,7 +533,7 @@ static int convert_run(convert_job *j) {
   j->t0 = seconds();
   /* a failing step stops the ones after it; j->rc holds the verdict either way */
   (void)(import_model(j) || begin_coverage(j) || prepare_model(j) || emit_cpu(j) || write_checkpoint(j) ||
-         write_coverage(j) || write_record(j));
+         emit_mindspore_net(j) || write_coverage(j) || write_record(j));
   return j->rc;
 }
 
@@ -463,6 +544,7 @@ static void convert_free(convert_job *j) {
   mg_free(j->binds);
   wt_rules_free(j->rules);
   wt_close(j->src);
+  mg_model_free(j->ms_model); /* before m, whose data it shares */
   mg_model_free(j->m);
 }
 

@@ -201,6 +201,11 @@ typedef struct mg_model {
 /* Construction. All return NULL on allocation failure (recorded by the caller). */
 mg_model *mg_model_new(void);
 void mg_model_free(mg_model *m);
+/* A deep copy of src's graphs, nodes, values and attributes (core/ir_clone.c), for
+ * a target whose lowering rewrites the model. Constant data, names and attribute
+ * arrays are shared, not copied: src must outlive the copy and stay unchanged
+ * where they are concerned. NULL on OOM. */
+mg_model *mg_model_clone(const mg_model *src);
 /* Hand a mapped region to the model, which unmaps it when freed. 0 on success. */
 int mg_model_add_mapping(mg_model *m, void *addr, size_t len);
 mg_graph *mg_graph_new(mg_model *m, mg_graph *parent);

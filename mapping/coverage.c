@@ -130,13 +130,12 @@ static int find_node(const cov_model *cm, const char *name) {
   return -1;
 }
 
-int coverage_cpu(cov_model *cm, const mg_diags *d, size_t first) {
-  for (int i = 0; i < cm->n_nodes; i++) {
-    cov_node *c = &cm->nodes[i];
-    if (c->folded) continue;
-    c->status[MAP_TARGET_CPU] = MAP_SUPPORTED;
-    c->reason[MAP_TARGET_CPU] = "the C emitter converts it";
-  }
+/* Target t's status of every node an emitter reported in d->items[first..]
+ * (its messages begin "<target>: "); the first reason stands, since a lowered node
+ * may fail more than once. */
+static int apply_emitter_diags(cov_model *cm, int t, const mg_diags *d, size_t first) {
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "%s: ", map_target_name(t));
   for (size_t k = first; k < d->count; k++) {
     const mg_diag *g = &d->items[k];
     if (g->code != MG_D_UNSUPPORTED || !g->node) continue;
@@ -144,14 +143,28 @@ int coverage_cpu(cov_model *cm, const mg_diags *d, size_t first) {
     if (i < 0) continue; /* a node lowering made, named after none of the model's */
     cov_node *c = &cm->nodes[i];
     const char *msg = g->message ? g->message : "";
-    if (!strncmp(msg, "cpu: ", 5)) msg += 5;
-    /* the first reason stands: a lowered node may fail more than once */
-    if (c->status[MAP_TARGET_CPU] != MAP_SUPPORTED && c->status[MAP_TARGET_CPU] != MAP_DECOMPOSED) continue;
-    c->status[MAP_TARGET_CPU] = cpu_status(msg);
-    c->reason[MAP_TARGET_CPU] = mg_arena_strdup(&cm->arena, msg);
-    if (!c->reason[MAP_TARGET_CPU]) return oom(cm);
+    if (!strncmp(msg, prefix, strlen(prefix))) msg += strlen(prefix);
+    else if (t != MAP_TARGET_CPU) continue; /* another target's */
+    if (c->status[t] != MAP_SUPPORTED && c->status[t] != MAP_DECOMPOSED) continue;
+    c->status[t] = cpu_status(msg);
+    c->reason[t] = mg_arena_strdup(&cm->arena, msg);
+    if (!c->reason[t]) return oom(cm);
   }
   return 0;
+}
+
+int coverage_cpu(cov_model *cm, const mg_diags *d, size_t first) {
+  for (int i = 0; i < cm->n_nodes; i++) {
+    cov_node *c = &cm->nodes[i];
+    if (c->folded) continue;
+    c->status[MAP_TARGET_CPU] = MAP_SUPPORTED;
+    c->reason[MAP_TARGET_CPU] = "the C emitter converts it";
+  }
+  return apply_emitter_diags(cm, MAP_TARGET_CPU, d, first);
+}
+
+int coverage_emitter(cov_model *cm, int target, const mg_diags *d, size_t first) {
+  return apply_emitter_diags(cm, target, d, first);
 }
 
 int coverage_cpu_failed(cov_model *cm, const mg_diags *d, size_t first) {

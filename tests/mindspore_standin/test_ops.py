@@ -243,3 +243,35 @@ class TestStopGradient(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestArithmetic(unittest.TestCase):
+    """ops.add/sub/mul/div/equal/logical_not: numpy broadcasting; div's rounding_mode
+    (None true division, 'trunc' toward zero as ONNX integer Div, 'floor' down)."""
+
+    def test_broadcasting(self):
+        a, b = arr(2, 3), arr(3)
+        close(self, ops.add(T(a), T(b)), a + b)
+        close(self, ops.sub(T(a), T(b)), a - b)
+        close(self, ops.mul(T(a), T(b)), a * b)
+        close(self, ops.div(T(a), T(b) , rounding_mode=None), a / b, 1e-5)
+
+    def test_integer_division_rounding(self):
+        a, b = np.array([-7, 7, -8], np.int64), np.array([2, -2, 3], np.int64)
+        self.assertEqual(ops.div(T(a), T(b), rounding_mode="trunc").asnumpy().tolist(), [-3, -3, -2])
+        self.assertEqual(ops.div(T(a), T(b), rounding_mode="floor").asnumpy().tolist(), [-4, -4, -3])
+        with self.assertRaises(ValueError):
+            ops.div(T(a), T(b), rounding_mode="round")
+        with self.assertRaises(TypeError):  # rounding_mode is keyword-only
+            ops.div(T(a), T(b), "trunc")
+
+    def test_equal_and_not(self):
+        a, b = np.array([1, 2, 3], np.int32), np.array([1, 0, 3], np.int32)
+        self.assertEqual(ops.equal(T(a), T(b)).asnumpy().tolist(), [True, False, True])
+        self.assertEqual(ops.logical_not(ops.equal(T(a), T(b))).asnumpy().tolist(), [False, True, False])
+
+    def test_strict(self):
+        with self.assertRaises(TypeError):
+            ops.add(1, 2)  # at least one Tensor
+        with self.assertRaises(NotImplementedError):
+            ops.add(T(arr(2)), T(np.array([1, 2], np.int64)))  # promotion is not in the notes

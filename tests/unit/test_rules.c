@@ -585,8 +585,7 @@ static const char *const TV_OPS[] = {
     "Reshape", "Resize", "ScatterND", "Shape", "Sigmoid", "Slice", "Softmax", "Sub", "Tanh",
     "Transpose", "Unsqueeze", "Where", NULL};
 /* The gaps recorded in docs/rules-notes.md: no fact-table API and no decomposition. */
-static const char *const MS_GAPS[] = {"Add", "Sub", "Mul", "Div", "Equal", "Not", "Mod",
-                                      "Shape", "ScatterND", NULL};
+static const char *const MS_GAPS[] = {"Mod", "Shape", "ScatterND", NULL};
 static const char *const ACL_GAPS[] = {"Mod", "Range", "Shape", "ScatterND", NULL};
 
 static int listed(const char *const *l, const char *op) {

@@ -368,22 +368,8 @@ def pad(input_x, padding, mode, value):
 # mindspore.ops.pow: 'Broadcasting with implicit type promotion; Tensor/Number/bool operands.'
 @implements("mindspore.ops.pow")
 def pow(input, exponent):
-    api = "mindspore.ops.pow"
-    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
-        raise TypeError("%s: at least one operand must be a Tensor" % api)
-    ref = input._t if isinstance(input, Tensor) else exponent._t
-
-    def operand(v, what):
-        if isinstance(v, Tensor):
-            if v._t.dtype != ref.dtype:
-                raise not_in_facts(api, "operands of different dtypes (the promotion table is not in the notes)")
-            return v._t
-        if _is_num(v):
-            if isinstance(v, float) and not ref.dtype.is_floating_point:
-                raise not_in_facts(api, "a float %s with an integer Tensor" % what)
-            return torch.tensor(v, dtype=ref.dtype)
-        raise not_in_facts(api, "%s of type %s" % (what, type(v).__name__))
-    return wrap(torch.pow(operand(input, "input"), operand(exponent, "exponent")))
+    a, b = _binary_operands("mindspore.ops.pow", input, exponent, ("input", "exponent"), allow_bool=True)
+    return wrap(torch.pow(a, b))
 
 
 # mindspore.ops.relu
@@ -527,3 +513,77 @@ def stop_gradient(value):
 IMPLEMENTED = [arange, broadcast_to, cast, clamp, concat, einsum, erf, gather, gelu, interpolate,
                matmul, mean, ones, pad, pow, relu, reshape, sigmoid, softmax, split, tanh,
                transpose, where, zeros, stop_gradient]
+
+
+def _binary_operands(api, input, other, names=("input", "other"), allow_bool=False):
+    """The two operands of ops.add/sub/mul/div/equal as torch tensors of one dtype:
+    'at least one arg must be a Tensor; scalar Number allowed for either arg'. Mixed
+    Tensor dtypes would need the promotion table, which the notes do not give."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("%s: at least one operand must be a Tensor" % api)
+    ref = input._t if isinstance(input, Tensor) else other._t
+
+    def operand(v, what):
+        if isinstance(v, Tensor):
+            if v._t.dtype != ref.dtype:
+                raise not_in_facts(api, "operands of different dtypes (the promotion table is not in the notes)")
+            return v._t
+        if _is_num(v):
+            if isinstance(v, float) and not ref.dtype.is_floating_point:
+                raise not_in_facts(api, "a float %s with an integer Tensor" % what)
+            return torch.tensor(v, dtype=ref.dtype)
+        raise not_in_facts(api, "%s of type %s" % (what, type(v).__name__))
+    a, b = operand(input, names[0]), operand(other, names[1])
+    if a.dtype == torch.bool and not allow_bool and api != "mindspore.ops.equal":
+        raise TypeError("%s: both args cannot be bool" % api)
+    return a, b
+
+
+# mindspore.ops.add: 'Broadcasting (numpy rules); ... no alpha argument.'
+@implements("mindspore.ops.add")
+def add(input, other):
+    a, b = _binary_operands("mindspore.ops.add", input, other)
+    return wrap(a + b)
+
+
+# mindspore.ops.sub: 'Broadcasting (numpy rules); no alpha argument.'
+@implements("mindspore.ops.sub")
+def sub(input, other):
+    a, b = _binary_operands("mindspore.ops.sub", input, other)
+    return wrap(a - b)
+
+
+# mindspore.ops.mul: 'Broadcasting (numpy rules); result dtype = higher-precision input dtype.'
+@implements("mindspore.ops.mul")
+def mul(input, other):
+    a, b = _binary_operands("mindspore.ops.mul", input, other)
+    return wrap(a * b)
+
+
+# mindspore.ops.div: 'rounding_mode is KEYWORD-ONLY; None = true division, 'floor' =
+# round down, 'trunc' = round toward zero. ValueError for other strings.'
+@implements("mindspore.ops.div")
+def div(input, other, *, rounding_mode):
+    api = "mindspore.ops.div"
+    a, b = _binary_operands(api, input, other)
+    if rounding_mode not in (None, "floor", "trunc"):
+        raise ValueError("%s: rounding_mode must be None, 'floor' or 'trunc', got %r" % (api, rounding_mode))
+    if rounding_mode is None and not a.dtype.is_floating_point:
+        raise not_in_facts(api, "true division of integer tensors (the result dtype is not in the notes)")
+    return wrap(torch.div(a, b, rounding_mode=rounding_mode))
+
+
+# mindspore.ops.equal: 'Returns bool tensor of the broadcast shape.'
+@implements("mindspore.ops.equal")
+def equal(input, other):
+    a, b = _binary_operands("mindspore.ops.equal", input, other)
+    return wrap(a == b)
+
+
+# mindspore.ops.logical_not: 'Elementwise boolean NOT; output bool.'
+@implements("mindspore.ops.logical_not")
+def logical_not(input):
+    t = T("mindspore.ops.logical_not", input)
+    return wrap(torch.logical_not(t))
+
+IMPLEMENTED += [add, sub, mul, div, equal, logical_not]

@@ -1,0 +1,449 @@
+/* The MindSpore network script: net.py (class Net(nn.Cell)) and run.py. */
+#include "mindspore.h"
+#include "arena.h"
+#include "text.h"
+#include "writer.h"
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MS_INLINE_MAX = 4096 }; /* elements of a constant written into net.py */
+
+/* One node of the Cell tree: a container (torch module with children) or a leaf
+ * (the cell of one parameterised node). */
+typedef struct ms_cell {
+  const char *name;          /* child name: "layer1", "0", "conv1" */
+  const char *decl;          /* a leaf's constructor call; NULL for a container */
+  struct ms_cell *kids, *next;
+} ms_cell;
+
+typedef struct {
+  mg_model *m;
+  const rule_set *rs;
+  ms_param_tag_fn *tag;
+  void *tag_ctx;
+  mg_diags *d;
+  mg_arena a;
+  cg_buf init, body;
+  const char **pyname;       /* by value id of the top graph */
+  ms_cell root;
+  ms_report *r;
+  int failed;                /* out of memory */
+  int uses_numpy;            /* a constant was written inline */
+} ms_ctx;
+
+static char *dupf(ms_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *dupf(ms_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cg_buf b = {0};
+  cg_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  char *s = b.failed ? NULL : mg_arena_strdup(&c->a, b.s ? b.s : "");
+  cg_buf_free(&b);
+  if (!s) c->failed = 1;
+  return s;
+}
+
+/* A Python float literal that reads back as the same double. */
+static void py_float(cg_buf *b, double f) {
+  char s[40];
+  if (f != f) { cg_buf_printf(b, "float('nan')"); return; }
+  if (f > 1e308 || f < -1e308) { cg_buf_printf(b, "float('%sinf')", f < 0 ? "-" : ""); return; }
+  /* a float32 attribute (ONNX's 1e-5 is 9.99999974737875e-06 in double) is
+   * written as the shortest text that reads back as the same float32 */
+  int p = 17;
+  if ((double)(float)f == f)
+    for (p = 1; p < 17; p++) {
+      snprintf(s, sizeof s, "%.*g", p, f);
+      if ((float)strtod(s, NULL) == (float)f) break;
+    }
+  snprintf(s, sizeof s, "%.*g", p, f);
+  cg_buf_printf(b, "%s%s", s, strpbrk(s, ".en") ? "" : ".0");
+}
+
+static const char *np_dtype(mg_dtype t) {
+  switch (t) {
+  case MG_F32: return "np.float32"; case MG_F64: return "np.float64"; case MG_F16: return "np.float16";
+  case MG_I64: return "np.int64"; case MG_I32: return "np.int32"; case MG_I16: return "np.int16";
+  case MG_I8: return "np.int8"; case MG_U8: return "np.uint8"; case MG_BOOL: return "np.bool_";
+  default: return NULL;
+  }
+}
+
+/* The Python expression of a tensor value used by construct: a graph input or a
+ * node's output by its name, a parameter by its attribute path, a small constant
+ * inline. NULL (after recording why in *why) when it cannot be written. */
+static const char *tensor_expr(ms_ctx *c, const mg_value *v, const char **why) {
+  if (v->id >= 0 && v->id < c->m->graph->n_values && c->m->graph->values[v->id] == v && c->pyname[v->id])
+    return c->pyname[v->id];
+  if (!v->data) {
+    *why = "a value the script does not compute";
+    return NULL;
+  }
+  int64_t n = mg_shape_numel(&v->shape);
+  const char *npt = np_dtype(v->dtype);
+  if (!npt || n < 0 || n > MS_INLINE_MAX || !mg_shape_is_static(&v->shape)) {
+    *why = !npt ? "a constant of a dtype net.py does not write" : "a constant too large to write into net.py";
+    return NULL;
+  }
+  cg_buf b = {0};
+  c->uses_numpy = 1;
+  cg_buf_printf(&b, "mindspore.Tensor(np.array([");
+  size_t es = mg_dtype_size(v->dtype);
+  for (int64_t i = 0; i < n; i++) {
+    const unsigned char *p = (const unsigned char *)v->data + (size_t)i * es;
+    if (i) cg_buf_printf(&b, ", ");
+    switch (v->dtype) {
+    case MG_F32: { float f; memcpy(&f, p, 4); py_float(&b, f); break; }
+    case MG_F64: { double f; memcpy(&f, p, 8); py_float(&b, f); break; }
+    case MG_F16: { uint16_t h; memcpy(&h, p, 2); py_float(&b, mg_f16_to_f32(h)); break; }
+    case MG_I64: { int64_t x; memcpy(&x, p, 8); cg_buf_printf(&b, "%lld", (long long)x); break; }
+    case MG_I32: { int32_t x; memcpy(&x, p, 4); cg_buf_printf(&b, "%d", x); break; }
+    case MG_I16: { int16_t x; memcpy(&x, p, 2); cg_buf_printf(&b, "%d", x); break; }
+    case MG_I8: { int8_t x; memcpy(&x, p, 1); cg_buf_printf(&b, "%d", x); break; }
+    case MG_U8: cg_buf_printf(&b, "%u", *p); break;
+    case MG_BOOL: cg_buf_printf(&b, "%s", *p ? "True" : "False"); break;
+    default: break;
+    }
+  }
+  cg_buf_printf(&b, "], dtype=%s).reshape((", npt);
+  for (int k = 0; k < v->shape.rank; k++) cg_buf_printf(&b, "%lld,", (long long)v->shape.d[k].v);
+  cg_buf_printf(&b, ")))");
+  const char *s = b.failed ? NULL : mg_arena_strdup(&c->a, b.s);
+  cg_buf_free(&b);
+  if (!s) c->failed = 1, *why = "out of memory";
+  return s;
+}
+
+/* The Python text of one evaluated argument; NULL with *why when it cannot be. */
+static const char *value_expr(ms_ctx *c, const mg_node *n, const map_value *v, const char **why) {
+  cg_buf b = {0};
+  const char *s = NULL;
+  switch (v->kind) {
+  case MV_NONE: return "None";
+  case MV_BOOL: return v->b ? "True" : "False";
+  case MV_INT: return dupf(c, "%lld", (long long)v->i);
+  case MV_FLOAT: py_float(&b, v->f); break;
+  case MV_INTS:
+    cg_buf_printf(&b, "(");
+    for (int i = 0; i < v->n; i++) cg_buf_printf(&b, "%lld%s", (long long)v->ints[i], v->n == 1 || i + 1 < v->n ? ", " : "");
+    cg_buf_printf(&b, ")");
+    break;
+  case MV_FLOATS:
+    cg_buf_printf(&b, "(");
+    for (int i = 0; i < v->n; i++) py_float(&b, v->floats[i]), cg_buf_printf(&b, "%s", v->n == 1 || i + 1 < v->n ? ", " : "");
+    cg_buf_printf(&b, ")");
+    break;
+  case MV_STRING:
+    cg_buf_printf(&b, "'");
+    for (const char *p = v->s; *p; p++) cg_buf_printf(&b, *p == '\'' || *p == '\\' ? "\\%c" : "%c", *p);
+    cg_buf_printf(&b, "'");
+    break;
+  case MV_DTYPE:
+    if (!v->s) { *why = "a dtype with no MindSpore spelling"; return NULL; }
+    return v->s;
+  case MV_TENSOR: {
+    const mg_value *t = v->ref.v;
+    if (!t || v->ref.role == MAP_REF_OUTPUT || v->ref.view_rank >= 0) {
+      *why = "a tensor argument net.py cannot pass";
+      return NULL;
+    }
+    return tensor_expr(c, t, why);
+  }
+  case MV_TENSORS:
+    cg_buf_printf(&b, "[");
+    for (int i = 0; i < v->n; i++) {
+      const char *e = v->refs[i].v ? tensor_expr(c, v->refs[i].v, why) : NULL;
+      if (!e) { cg_buf_free(&b); if (!v->refs[i].v) *why = "a missing input"; return NULL; }
+      cg_buf_printf(&b, "%s%s", i ? ", " : "", e);
+    }
+    cg_buf_printf(&b, "]");
+    break;
+  default:
+    (void)n;
+    *why = "a weight layout transform (net.py takes the checkpoint's layout as it is)";
+    return NULL;
+  }
+  s = b.failed ? NULL : mg_arena_strdup(&c->a, b.s ? b.s : "");
+  cg_buf_free(&b);
+  if (!s) c->failed = 1, *why = "out of memory";
+  return s;
+}
+
+/* The child `name` of cell p, made when missing (children keep their order). */
+static ms_cell *child(ms_ctx *c, ms_cell *p, const char *name, size_t len) {
+  ms_cell **at = &p->kids;
+  for (; *at; at = &(*at)->next)
+    if (strlen((*at)->name) == len && !strncmp((*at)->name, name, len)) return *at;
+  ms_cell *k = mg_arena_alloc(&c->a, sizeof *k);
+  char *nm = k ? mg_arena_alloc(&c->a, len + 1) : NULL;
+  if (!nm) { c->failed = 1; return NULL; }
+  memset(k, 0, sizeof *k);
+  memcpy(nm, name, len), nm[len] = 0;
+  k->name = nm;
+  *at = k;
+  return k;
+}
+
+static int is_number(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+/* The construct-side access path of module path (dots): attribute names, and
+ * [k] where a child is numeric (its parent is an nn.CellList). */
+static const char *access_path(ms_ctx *c, const char *path) {
+  cg_buf b = {0};
+  cg_buf_printf(&b, "self");
+  for (const char *p = path; *p;) {
+    size_t len = strcspn(p, ".");
+    char part[256];
+    snprintf(part, sizeof part, "%.*s", (int)(len < 255 ? len : 255), p);
+    cg_buf_printf(&b, is_number(part) ? "[%s]" : ".%s", part);
+    p += len + (p[len] == '.');
+  }
+  const char *s = b.failed ? NULL : mg_arena_strdup(&c->a, b.s);
+  cg_buf_free(&b);
+  if (!s) c->failed = 1;
+  return s;
+}
+
+/* A Python identifier for module path s (for the builders of containers). */
+static const char *local_name(ms_ctx *c, const char *path) {
+  char id[512];
+  cg_ident(path, id, sizeof id);
+  return dupf(c, "_%s", id);
+}
+
+static void unsupported(ms_ctx *c, const mg_node *n, const char *why) {
+  mg_diag_add(c->d, MG_SEV_ERROR, MG_D_UNSUPPORTED, n->name, n->op_type, "mindspore: %s", why);
+  cg_buf_printf(&c->body, "        raise NotImplementedError(\"node '%s' (%s): %s\")\n", n->name, n->op_type, why);
+  c->r->n_unsupported++;
+}
+
+/* The leaf cell path of a cell-kind node: the module its parameter tags share
+ * (conv1.weight, conv1.bias -> conv1); for a layer with none, a name made from
+ * the node's. NULL with *why when the tags disagree or cannot be held. */
+static const char *cell_path(ms_ctx *c, const mg_node *n, const char **why) {
+  const char *path = NULL;
+  size_t plen = 0;
+  for (int i = 0; i < n->n_in; i++) {
+    const mg_value *v = n->in[i];
+    if (!v || v->kind != MG_V_INIT) continue;
+    const char *w = NULL, *t = c->tag(c->tag_ctx, v, &w);
+    if (w) { *why = w; return NULL; }
+    if (!t) continue;
+    const char *dot = strrchr(t, '.');
+    if (!dot) {
+      *why = dupf(c, "parameter '%s' has no torch module path (an export's anonymous name): give --weights "
+                     "MODEL.pth", t);
+      return NULL;
+    }
+    size_t len = (size_t)(dot - t);
+    if (path && (len != plen || strncmp(path, t, len))) {
+      *why = "parameters of more than one module";
+      return NULL;
+    }
+    path = t, plen = len;
+    c->r->n_params++;
+  }
+  if (!path) { /* a layer without parameters: any name keeps the checkpoint's */
+    char id[256];
+    cg_ident(n->name, id, sizeof id);
+    return dupf(c, "op%s", id);
+  }
+  return dupf(c, "%.*s", (int)plen, path);
+}
+
+/* One node: its statement in construct, and for a cell its leaf in the tree. */
+static void emit_node(ms_ctx *c, const mg_node *n) {
+  map_plan *p = map_node_plan(n, c->rs, &c->a);
+  const char *why = NULL;
+  if (!p) { c->failed = 1; return; }
+  cg_buf_printf(&c->body, "        # %s (%s)\n", n->name, n->op_type);
+  if (p->status != MAP_SUPPORTED || !p->rule || !rule_call(p->rule)) {
+    unsupported(c, n, p->detail ? p->detail : "no MindSpore rule");
+    return;
+  }
+  int is_cell = rule_kind(p->rule) && !strcmp(rule_kind(p->rule), "cell");
+  cg_buf args = {0};
+  int first = 1;
+  for (int i = 0; i < p->n_args; i++) {
+    const map_arg *a = &p->args[i];
+    const char *e = value_expr(c, n, &a->value, &why);
+    if (!e) {
+      why = dupf(c, "argument '%s' (%s): %s", a->name, a->expr, why);
+      break;
+    }
+    if (a->name[0] == '*') cg_buf_printf(&args, "%s*%s", first ? "" : ", ", e);
+    else cg_buf_printf(&args, "%s%s=%s", first ? "" : ", ", a->name, e);
+    first = 0;
+  }
+  const char *path = !why && is_cell ? cell_path(c, n, &why) : NULL;
+  if (why) {
+    cg_buf_free(&args);
+    unsupported(c, n, why);
+    return;
+  }
+  cg_buf lhs = {0};
+  for (int k = 0; k < n->n_out; k++)
+    cg_buf_printf(&lhs, "%s%s", k ? ", " : "", n->out[k] ? c->pyname[n->out[k]->id] : "_");
+  if (is_cell) {
+    ms_cell *at = &c->root;
+    for (const char *q = path; *q && at;) {
+      size_t len = strcspn(q, ".");
+      at = child(c, at, q, len);
+      q += len + (q[len] == '.');
+    }
+    if (at && at->decl) why = "two layers at one module path";
+    else if (at) at->decl = dupf(c, "%s(%s)", rule_call(p->rule), args.s ? args.s : "");
+    const char *x = n->in[0] ? tensor_expr(c, n->in[0], &why) : NULL;
+    if (!why && x)
+      cg_buf_printf(&c->body, "        %s = %s(%s)\n", lhs.s, access_path(c, path), x);
+    c->r->n_cells++;
+  } else {
+    cg_buf_printf(&c->body, "        %s = %s(%s)\n", lhs.s, rule_call(p->rule), args.s ? args.s : "");
+  }
+  cg_buf_free(&args);
+  cg_buf_free(&lhs);
+  if (why) unsupported(c, n, why);
+  else c->r->n_nodes++;
+}
+
+/* Builds cell k (path prefix) bottom-up into c->init as local _name and returns
+ * the expression that stands for it. */
+static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
+  if (k->decl) return k->decl;
+  int numeric = k->kids != NULL, count = 0;
+  for (const ms_cell *x = k->kids; x; x = x->next) numeric &= is_number(x->name), count++;
+  const char *me = local_name(c, path);
+  if (numeric) {
+    /* an nn.CellList: children 0..max, gaps filled by cells with no parameter */
+    int max = -1;
+    for (const ms_cell *x = k->kids; x; x = x->next) max = atoi(x->name) > max ? atoi(x->name) : max;
+    const char **items = mg_arena_alloc(&c->a, sizeof(char *) * (size_t)(max + 1));
+    if (!items) { c->failed = 1; return "None"; }
+    for (int i = 0; i <= max; i++) items[i] = "nn.Identity()";
+    for (const ms_cell *x = k->kids; x; x = x->next)
+      items[atoi(x->name)] = build_cell(c, x, dupf(c, "%s.%s", path, x->name));
+    cg_buf_printf(&c->init, "        %s = nn.CellList([", me);
+    for (int i = 0; i <= max; i++) cg_buf_printf(&c->init, "%s%s", i ? ", " : "", items[i]);
+    cg_buf_printf(&c->init, "])\n");
+  } else {
+    cg_buf_printf(&c->init, "        %s = nn.Cell()\n", me);
+    for (const ms_cell *x = k->kids; x; x = x->next) {
+      const char *e = build_cell(c, x, dupf(c, "%s.%s", path, x->name));
+      cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
+    }
+  }
+  (void)count;
+  return me;
+}
+
+static void python_names(ms_ctx *c) {
+  mg_graph *g = c->m->graph;
+  c->pyname = mg_arena_alloc(&c->a, sizeof(char *) * (size_t)(g->n_values + 1));
+  if (!c->pyname) { c->failed = 1; return; }
+  memset(c->pyname, 0, sizeof(char *) * (size_t)(g->n_values + 1));
+  for (int i = 0; i < g->n_values; i++) {
+    const mg_value *v = g->values[i];
+    if (v->data && v->kind != MG_V_INPUT) continue; /* constants: inline or parameters */
+    char id[256];
+    cg_ident(v->name, id, sizeof id);
+    c->pyname[i] = dupf(c, "v%d_%s", i, id);
+  }
+}
+
+static const char RUN_PY[] =
+    "\"\"\"Runs net.py on .npy inputs: python run.py --ckpt ../model.ckpt --input NAME=x.npy ...\n"
+    "--output-dir D [--device CPU|GPU|Ascend] [--mode graph|pynative]. Written by migc.\"\"\"\n"
+    "import argparse\nimport os\nimport sys\n\nimport numpy as np\nimport mindspore\n\n"
+    "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
+    "from net import Net, INPUTS, OUTPUT_FILES  # noqa: E402\n\n\n"
+    "def main():\n"
+    "    ap = argparse.ArgumentParser()\n"
+    "    ap.add_argument('--ckpt', required=True)\n"
+    "    ap.add_argument('--input', action='append', default=[], metavar='NAME=X.npy')\n"
+    "    ap.add_argument('--output-dir', required=True)\n"
+    "    ap.add_argument('--device', default='CPU', choices=['CPU', 'GPU', 'Ascend'])\n"
+    "    ap.add_argument('--mode', default='graph', choices=['graph', 'pynative'])\n"
+    "    a = ap.parse_args()\n"
+    "    mindspore.set_context(mode=mindspore.GRAPH_MODE if a.mode == 'graph' else mindspore.PYNATIVE_MODE)\n"
+    "    mindspore.set_device(a.device)\n"
+    "    given = dict(kv.split('=', 1) for kv in a.input)\n"
+    "    missing = [n for n in INPUTS if n not in given]\n"
+    "    if missing or set(given) - set(INPUTS):\n"
+    "        sys.exit('run.py: inputs are %s; missing %s, unknown %s' % (INPUTS, missing, sorted(set(given) - set(INPUTS))))\n"
+    "    net = Net()\n"
+    "    not_loaded, unused = mindspore.load_param_into_net(net, mindspore.load_checkpoint(a.ckpt), strict_load=True)\n"
+    "    if not_loaded or unused:\n"
+    "        sys.exit('run.py: parameters not in the checkpoint: %s; checkpoint tensors unused: %s' % (not_loaded, unused))\n"
+    "    net.set_train(False)\n"
+    "    outs = net(*[mindspore.Tensor(np.load(given[n])) for n in INPUTS])\n"
+    "    if not isinstance(outs, tuple):\n"
+    "        outs = (outs,)\n"
+    "    os.makedirs(a.output_dir, exist_ok=True)\n"
+    "    for file, y in zip(OUTPUT_FILES, outs):\n"
+    "        np.save(os.path.join(a.output_dir, file), y.asnumpy())\n\n\n"
+    "if __name__ == '__main__':\n"
+    "    main()\n";
+
+int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *tag_ctx, const char *dir,
+                   ms_report *r, mg_diags *d) {
+  memset(r, 0, sizeof *r);
+  if (map_lower(m, rs, d) < 0) return -1;
+  ms_ctx c = {.m = m, .rs = rs, .tag = tag, .tag_ctx = tag_ctx, .d = d, .r = r};
+  mg_arena_init(&c.a, 1 << 16);
+  c.root.name = "";
+  python_names(&c);
+  mg_graph *g = m->graph;
+  for (int i = 0; i < g->n_nodes && !c.failed; i++) emit_node(&c, g->nodes[i]);
+  cg_buf net = {0};
+  cg_buf_printf(&net, "\"\"\"The network of %s, for MindSpore: its parameters are the tags of model.ckpt.\n"
+                      "Written by migc; every API argument is given explicitly.\"\"\"\n"
+                      "%simport mindspore\nfrom mindspore import nn\n\n"
+                      "INPUTS = [", m->path ? m->path : "the model", c.uses_numpy ? "import numpy as np\n" : "");
+  for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, "%s'%s'", i ? ", " : "", g->inputs[i]->name);
+  cg_buf_printf(&net, "]\nOUTPUTS = [");
+  for (int i = 0; i < g->n_outputs; i++) cg_buf_printf(&net, "%s'%s'", i ? ", " : "", g->outputs[i]->name);
+  cg_buf_printf(&net, "]\nOUTPUT_FILES = [");
+  for (int i = 0; i < g->n_outputs; i++) {
+    char id[256];
+    cg_ident(g->outputs[i]->name, id, sizeof id);
+    cg_buf_printf(&net, "%s'%d_%s.npy'", i ? ", " : "", i, id);
+  }
+  cg_buf_printf(&net, "]\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n");
+  for (const ms_cell *k = c.root.kids; k && !c.failed; k = k->next) {
+    const char *e = build_cell(&c, k, k->name);
+    cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);
+  }
+  cg_buf_printf(&net, "%s", c.init.s ? c.init.s : "");
+  cg_buf_printf(&net, "\n    def construct(self");
+  for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, ", %s", c.pyname[g->inputs[i]->id]);
+  cg_buf_printf(&net, "):\n%s        return ", c.body.s ? c.body.s : "");
+  for (int i = 0; i < g->n_outputs; i++) {
+    const char *why = NULL, *e = tensor_expr(&c, g->outputs[i], &why);
+    cg_buf_printf(&net, "%s%s", i ? ", " : "", e ? e : "None");
+  }
+  cg_buf_printf(&net, "\n");
+  int rc = 0;
+  if (c.failed || net.failed || c.init.failed || c.body.failed) {
+    mg_error(d, OOM, NULL, NULL, "out of memory writing the MindSpore script");
+    rc = -1;
+  } else if (cg_mkdirs(dir)) {
+    mg_error(d, IO, dir, NULL, "cannot create %s", dir);
+    rc = -1;
+  } else {
+    rc = cg_write_text(d, dir, "net.py", net.s) || cg_write_text(d, dir, "run.py", RUN_PY) ? -1 : 0;
+  }
+  cg_buf_free(&net);
+  cg_buf_free(&c.init);
+  cg_buf_free(&c.body);
+  mg_arena_destroy(&c.a);
+  return rc;
+}
