@@ -1,5 +1,6 @@
 /* Shape rules of the ops whose shape_rule in ops.def is OWN. */
 #include "infer_internal.h"
+#include "window_geom.h"
 #include "resize_geom.h"
 #include <math.h>
 #include <stdio.h>
@@ -88,20 +89,15 @@ int infer_binary_elems(infer_ctx *c, mg_node *n) {
   return infer_set_elems(c, n->out[0], r, nr);
 }
 
-/* Spatial output size of conv/pool windows. */
+/* Spatial output size of a conv/pool window axis (core/window_geom.h); a kernel
+ * larger than the padded input gives 0, the checks being the consumers'. */
 static mg_dim window_out(mg_dim in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
-                         const char *auto_pad, int ceil_mode) {
-  if (in.v < 0) return UNK;
-  int64_t ek = (k - 1) * d + 1;
-  if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER"))
-    return (mg_dim){(in.v + s - 1) / s, NULL};
-  if (!strcmp(auto_pad, "VALID")) return (mg_dim){in.v >= ek ? (in.v - ek) / s + 1 : 0, NULL};
-  int64_t span = in.v + pb + pe - ek;
-  if (span < 0) return (mg_dim){0, NULL};
-  int64_t o = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-  /* The last window must start inside the input or its leading padding. */
-  if (ceil_mode && (o - 1) * s >= in.v + pb) o--;
-  return (mg_dim){o, NULL};
+                         int mode, int ceil_mode) {
+  static const mg_win_limits any = {INT64_MAX, INT64_MAX};
+  int64_t b, e, o;
+  mg_win_status st = mg_window_axis(mode, in.v, k, s, d, pb, pe, ceil_mode, &any, &b, &e, &o);
+  if (st == MG_WIN_EMPTY) return (mg_dim){0, NULL};
+  return st == MG_WIN_OK && o >= 0 ? (mg_dim){o, NULL} : UNK;
 }
 
 /* Conv, pooling: fills spatial defaults (strides, dilations, pads) when the rank is
@@ -136,7 +132,8 @@ static int conv_like(infer_ctx *c, mg_node *n, const mg_value *x, const mg_value
   }
   if ((ns && (int)ns != sp) || (nd && (int)nd != sp) || (np && (int)np != 2 * sp))
     return bad(c, n, "strides, dilations or pads do not match the input's rank");
-  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
+  int mode; /* an unknown auto_pad is the consumers' to report; the shape reads pads */
+  if (mg_window_auto_pad(n, &mode)) mode = MG_PAD_NOTSET;
   int is_pool = n->op == MG_OP_MaxPool || n->op == MG_OP_AveragePool || n->op == MG_OP_LpPool;
   int ceil_mode = is_pool ? (int)mg_attr_int(n, "ceil_mode", 0) : 0;
   mg_shape s = {.rank = x->shape.rank};
@@ -150,13 +147,15 @@ static int conv_like(infer_ctx *c, mg_node *n, const mg_value *x, const mg_value
     if (np && (pd[i] < 0 || pd[i] > lim || pd[i + sp] < 0 || pd[i + sp] > lim))
       return bad(c, n, "pads must be in 0..2^31");
     s.d[i + 2] = window_out(x->shape.d[i + 2], kernel[i], stv, dv, np ? pd[i] : 0,
-                            np ? pd[i + sp] : 0, ap, ceil_mode);
+                            np ? pd[i + sp] : 0, mode, ceil_mode);
   }
   infer_out(n, 0, dt, &s);
   if (n->op == MG_OP_MaxPool) infer_out(n, 1, MG_I64, &s);
   return 0;
 }
 
+/* ConvTranspose: the output's spatial dims from core/window_geom.h, unknown
+ * where they cannot be computed (the consumers report why). */
 static int conv_transpose(infer_ctx *c, mg_node *n) {
   const mg_value *x = X0, *w = IN(1);
   (void)c;
@@ -167,31 +166,20 @@ static int conv_transpose(infer_ctx *c, mg_node *n) {
     return 0;
   }
   int sp = x->shape.rank - 2;
-  const int64_t *ks, *st, *dl, *pd, *op, *os;
-  size_t nk = mg_attr_ints(n, "kernel_shape", &ks), ns = mg_attr_ints(n, "strides", &st);
-  size_t nd = mg_attr_ints(n, "dilations", &dl), np = mg_attr_ints(n, "pads", &pd);
-  size_t nop = mg_attr_ints(n, "output_padding", &op), nos = mg_attr_ints(n, "output_shape", &os);
-  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
+  const int64_t *ks;
+  size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
+  int64_t in[MG_MAX_RANK], k[MG_MAX_RANK];
+  for (int i = 0; i < sp; i++) {
+    in[i] = x->shape.d[i + 2].v;
+    k[i] = nk == (size_t)sp ? ks[i] : w->shape.rank == x->shape.rank ? w->shape.d[i + 2].v : -1;
+  }
+  static const mg_win_limits any = {INT64_MAX, INT64_MAX};
+  mg_window g;
+  int ok = mg_window_transpose(n, sp, in, k, &any, &g) == MG_WIN_OK;
   mg_shape s = {.rank = x->shape.rank};
   s.d[0] = x->shape.d[0];
   s.d[1] = ch;
-  for (int i = 0; i < sp; i++) {
-    int64_t k = nk ? ks[i] : (w->shape.rank == x->shape.rank ? w->shape.d[i + 2].v : -1);
-    int64_t stv = ns ? st[i] : 1, dv = nd ? dl[i] : 1, opv = nop ? op[i] : 0;
-    mg_dim in = x->shape.d[i + 2];
-    if (nos) s.d[i + 2] = (mg_dim){os[nos - (size_t)sp + (size_t)i], NULL};
-    else if (in.v < 0 || k < 0) s.d[i + 2] = UNK;
-    else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-      int64_t r;
-      s.d[i + 2] = mg_mul_ovf(in.v, stv, &r) ? (mg_dim){r, NULL} : UNK;
-    }
-    else {
-      int64_t pb = np ? pd[i] : 0, pe = np ? pd[i + sp] : 0, a, b, r;
-      int ok = mg_mul_ovf(stv, in.v - 1, &a) && mg_mul_ovf(k - 1, dv, &b) && mg_add_ovf(a, b, &r) &&
-               mg_add_ovf(r, opv + 1, &r) && mg_sub_ovf(r, pb, &r) && mg_sub_ovf(r, pe, &r);
-      s.d[i + 2] = ok && r >= 0 ? (mg_dim){r, NULL} : UNK;
-    }
-  }
+  for (int i = 0; i < sp; i++) s.d[i + 2] = ok && g.out[i] >= 0 ? (mg_dim){g.out[i], NULL} : UNK;
   infer_out(n, 0, x->dtype, &s);
   return 0;
 }
