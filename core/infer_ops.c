@@ -1,6 +1,7 @@
 /* Shape rules of the ops whose shape_rule in ops.def is OWN. */
 #include "infer_internal.h"
 #include "window_geom.h"
+#include "slice_geom.h"
 #include "resize_geom.h"
 #include <math.h>
 #include <stdio.h>
@@ -590,20 +591,8 @@ static int slice(infer_ctx *c, mg_node *n) {
       s.d[a] = UNK;
       continue;
     }
-    int64_t b = st[i], f = en[i];
-    if (b < 0) b += dim;
-    if (f < 0) f += dim;
-    int64_t len;
-    if (step > 0) {
-      b = b < 0 ? 0 : b > dim ? dim : b;
-      f = f < 0 ? 0 : f > dim ? dim : f;
-      len = f > b ? (f - b - 1) / step + 1 : 0;
-    } else {
-      b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
-      f = f < -1 ? -1 : f > dim - 1 ? dim - 1 : f;
-      /* -step overflows for INT64_MIN; any step that large takes one element */
-      len = b > f ? (step == INT64_MIN ? 1 : (b - f - 1) / (-step) + 1) : 0;
-    }
+    int64_t b, len;
+    mg_slice_axis(dim, st[i], en[i], step, &b, &len);
     s.d[a] = (mg_dim){len, NULL};
     if (a == 0) from = b, step1 = step, cnt = len;
   }

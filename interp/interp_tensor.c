@@ -7,6 +7,7 @@
  * double, so int64 and every other dtype come through bit-exact. Only the ops that
  * compute (scatter reductions, Range, comparisons for TopK/Unique) read values. */
 #include "interp_internal.h"
+#include "slice_geom.h"
 #include <math.h>
 #include <string.h>
 
@@ -310,19 +311,8 @@ static int slice(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
     int a = 0;
     if (norm_axis(c, n, ax[i], r, &a)) return -1;
     if (seen[a]++) return it_fail(c, n, "axis %lld is repeated", (long long)ax[i]);
-    int64_t dim = x->dims[a], s = st[i], e = en[i], k = sp[i], cnt;
-    if (k == 0) return it_fail(c, n, "step cannot be 0");
-    if (s < 0) s += dim;
-    if (e < 0) e += dim;
-    if (k > 0) {
-      s = s < 0 ? 0 : s > dim ? dim : s;
-      e = e < 0 ? 0 : e > dim ? dim : e;
-      cnt = e > s ? (e - s - 1) / k + 1 : 0;
-    } else {
-      s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-      e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-      cnt = s > e ? (int64_t)((uint64_t)(s - e - 1) / (0 - (uint64_t)k)) + 1 : 0;
-    }
+    int64_t s, k = sp[i], cnt;
+    if (mg_slice_axis(x->dims[a], st[i], en[i], k, &s, &cnt)) return it_fail(c, n, "step cannot be 0");
     start[a] = s, dims[a] = cnt;
     step[a] = cnt > 1 ? k : 0; /* a single element never steps (and huge steps would overflow) */
   }

@@ -7,6 +7,7 @@
  * data decides the result's layout (Slice starts, Pad pads, Trilu k...) must be
  * constants, and anything else is reported with cg_unsupported. */
 #include "cg.h"
+#include "slice_geom.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,19 +213,8 @@ int cg_emit_Slice(cg_ctx *c, const mg_node *n) {
     int a = 0;
     if (norm_axis(c, n, ax[i], t.xr, &a)) return -1;
     if (seen[a]++) return cg_unsupported(c, n, "axis %lld is repeated", (long long)ax[i]);
-    int64_t dim = t.xd[a], s = st[i], e = en[i], k = sp[i], cnt;
-    if (k == 0) return cg_unsupported(c, n, "step 0");
-    if (s < 0) s += dim;
-    if (e < 0) e += dim;
-    if (k > 0) {
-      s = s < 0 ? 0 : s > dim ? dim : s;
-      e = e < 0 ? 0 : e > dim ? dim : e;
-      cnt = e > s ? (e - s - 1) / k + 1 : 0;
-    } else {
-      s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-      e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-      cnt = s > e ? (int64_t)((uint64_t)(s - e - 1) / (0 - (uint64_t)k)) + 1 : 0;
-    }
+    int64_t s, k = sp[i], cnt;
+    if (mg_slice_axis(t.xd[a], st[i], en[i], k, &s, &cnt)) return cg_unsupported(c, n, "step 0");
     start[a] = s, dims[a] = cnt, step[a] = cnt > 1 ? k : 1;
   }
   int64_t base = 0;
