@@ -2,6 +2,7 @@
 #include "infer_internal.h"
 #include "window_geom.h"
 #include "slice_geom.h"
+#include "einsum_geom.h"
 #include "resize_geom.h"
 #include <math.h>
 #include <stdio.h>
@@ -213,81 +214,49 @@ static int matmul_shape(infer_ctx *c, mg_node *n, const mg_shape *a, const mg_sh
   return 0;
 }
 
+/* Einsum: the labels from core/einsum_geom.h; each output dim is its label's
+ * dim, symbolic where the operands' are, ellipsis dims broadcast. */
 static int einsum(infer_ctx *c, mg_node *n) {
-  const char *eq = mg_attr_str(n, "equation", "");
-  mg_dim letter[128];
-  for (int i = 0; i < 128; i++) letter[i] = (mg_dim){-2, NULL}; /* -2: unseen */
-  mg_shape ell = {.rank = 0};
-  int have_ell = 0;
-  char lhs[256], rhs[256] = "";
-  const char *arrow = strstr(eq, "->");
-  snprintf(lhs, sizeof lhs, "%.*s", arrow ? (int)(arrow - eq) : (int)strlen(eq), eq);
-  if (arrow) snprintf(rhs, sizeof rhs, "%s", arrow + 2);
-  int in = 0;
-  char *save = NULL;
-  int counts[128] = {0};
-  for (char *term = strtok_r(lhs, ",", &save); term; term = strtok_r(NULL, ",", &save), in++) {
-    if (in >= n->n_in || !n->in[in]) return bad(c, n, "equation names more operands than given");
-    const mg_shape *s = &n->in[in]->shape;
-    if (s->rank < 0) {
+  int rank[MG_EIN_MAX_OPS];
+  if (n->n_in > MG_EIN_MAX_OPS) {
+    infer_out(n, 0, X0->dtype, NULL);
+    return 0;
+  }
+  for (int k = 0; k < n->n_in; k++) {
+    if (!n->in[k]) return bad(c, n, "equation names more operands than given");
+    if (n->in[k]->shape.rank < 0) {
       infer_out(n, 0, X0->dtype, NULL);
       return 0;
     }
-    int nl = 0, has_e = 0;
-    for (char *p = term; *p; p++)
-      if (*p == '.') has_e = 1;
-      else if (*p != ' ') nl++;
-    int ne = has_e ? s->rank - nl : 0;
-    if (ne < 0 || (!has_e && nl != s->rank)) return bad(c, n, "equation does not match operand rank");
-    int d = 0;
-    for (char *p = term; *p; p++) {
-      if (*p == ' ') continue;
-      if (*p == '.') {
-        if (p[1] == '.' && p[2] == '.') {
-          mg_shape e = {.rank = ne};
-          memcpy(e.d, &s->d[d], sizeof(mg_dim) * (size_t)ne);
-          mg_shape merged;
-          if (!have_ell) merged = e;
-          else if (infer_broadcast(&ell, &e, &merged)) return bad(c, n, "ellipsis dims do not broadcast");
-          ell = merged;
-          have_ell = 1;
-          d += ne;
-          p += 2;
-        }
+    rank[k] = n->in[k]->shape.rank;
+  }
+  mg_einsum_geom p;
+  mg_ein_error e;
+  switch (mg_einsum_labels(mg_attr_str(n, "equation", ""), n->n_in, rank, &p, &e)) {
+  case MG_EIN_OK: break;
+  case MG_EIN_FEWER_TERMS:
+  case MG_EIN_MORE_TERMS: return bad(c, n, "equation and operands differ in number");
+  case MG_EIN_TERM_RANK: return bad(c, n, "equation does not match operand rank");
+  case MG_EIN_OUTPUT_UNKNOWN: return bad(c, n, "output names an unknown letter");
+  case MG_EIN_OUTPUT_RANK: return bad(c, n, "output rank too large");
+  default: return bad(c, n, "bad equation");
+  }
+  mg_dim dim[MG_EIN_LABELS];
+  for (int l = 0; l < MG_EIN_LABELS; l++) dim[l] = (mg_dim){1, NULL}; /* an absent ellipsis dim is 1 */
+  for (int k = 0; k < n->n_in; k++)
+    for (int d = 0; d < rank[k]; d++) {
+      const int l = p.lab[k][d];
+      const mg_dim x = n->in[k]->shape.d[d];
+      if (l < MG_EIN_LETTERS) {
+        if (dim[l].v == 1) dim[l] = x;
         continue;
       }
-      unsigned char ch = (unsigned char)*p;
-      if (ch >= 128) return bad(c, n, "bad equation");
-      counts[ch]++;
-      if (letter[ch].v == -2 || letter[ch].v == 1) letter[ch] = s->d[d];
-      d++;
+      mg_shape a = {.rank = 1, .d = {dim[l]}}, b = {.rank = 1, .d = {x}}, r;
+      if (infer_broadcast(&a, &b, &r)) return bad(c, n, "ellipsis dims do not broadcast");
+      dim[l] = r.d[0];
     }
-  }
-  mg_shape out = {0};
-  if (arrow) {
-    for (char *p = rhs; *p; p++) {
-      if (*p == ' ') continue;
-      if (*p == '.') {
-        if (p[1] == '.' && p[2] == '.') {
-          if (out.rank + ell.rank > MG_MAX_RANK) return bad(c, n, "output rank too large");
-          for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
-          p += 2;
-        }
-        continue;
-      }
-      unsigned char ch = (unsigned char)*p;
-      if (ch >= 128 || letter[ch].v == -2) return bad(c, n, "output names an unknown letter");
-      if (out.rank >= MG_MAX_RANK) return bad(c, n, "output rank too large");
-      out.d[out.rank++] = letter[ch];
-    }
-  } else { /* implicit output: ellipsis, then letters seen once, alphabetically */
-    for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
-    for (int ch = 0; ch < 128; ch++)
-      if (counts[ch] == 1) {
-        if (out.rank >= MG_MAX_RANK) return bad(c, n, "output rank too large");
-        out.d[out.rank++] = letter[ch];
-      }
-  }
+  mg_shape out = {.rank = p.no};
+  for (int i = 0; i < p.no; i++) out.d[i] = dim[p.olab[i]];
   infer_out(n, 0, X0->dtype, &out);
   return 0;
 }
