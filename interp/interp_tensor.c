@@ -8,6 +8,7 @@
  * compute (scatter reductions, Range, comparisons for TopK/Unique) read values. */
 #include "interp_internal.h"
 #include "slice_geom.h"
+#include "pad_geom.h"
 #include <math.h>
 #include <string.h>
 
@@ -292,8 +293,7 @@ static int slice(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
  * crop first; the non-constant modes then extend the cropped tensor. */
 static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   const char *mode = mg_attr_str(n, "mode", "constant");
-  int m = !strcmp(mode, "constant") ? 0 : !strcmp(mode, "reflect") ? 1 : !strcmp(mode, "edge") ? 2
-          : !strcmp(mode, "wrap") ? 3 : -1;
+  int m = mg_pad_mode(mode);
   if (m < 0) {
     mg_error(c->d, UNSUPPORTED_ATTR, n->name, n->op_type, "pad mode '%s'", mode);
     return -1;
@@ -321,9 +321,8 @@ static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **i
       return it_fail(c, n, "pads out of range for axis %d", d);
     dims[d] = dim + pb[d] + pe[d];
     if (dims[d] < 0) return it_fail(c, n, "pads crop axis %d below zero", d);
-    cs[d] = pb[d] < 0 ? -pb[d] : 0;               /* cropped region start */
-    cl[d] = dim - cs[d] - (pe[d] < 0 ? -pe[d] : 0); /* and length */
-    if (m && cl[d] == 0 && dims[d] > 0) return it_fail(c, n, "mode %s cannot pad an empty axis", mode);
+    mg_pad_crop(dim, pb[d], pe[d], &cs[d], &cl[d]); /* the cropped region */
+    if (m != MG_PADM_CONSTANT && cl[d] == 0 && dims[d] > 0) return it_fail(c, n, "mode %s cannot pad an empty axis", mode);
     total += dims[d];
   }
   mg_array *y = it_out(c, n, out, 0, x->dtype, r, dims);
@@ -339,19 +338,8 @@ static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **i
     mp[d] = map + at;
     int64_t L = cl[d], lead = pb[d] > 0 ? pb[d] : 0;
     for (int64_t o = 0; o < dims[d]; o++) {
-      int64_t t = o - lead;
-      if (t < 0 || t >= L) {
-        if (m == 0) t = -1 - cs[d];
-        else if (m == 2) t = t < 0 ? 0 : L - 1;
-        else if (m == 3) t = ((t % L) + L) % L;
-        else if (L == 1) t = 0;
-        else {
-          int64_t p = 2 * (L - 1);
-          t = ((t % p) + p) % p;
-          if (t >= L) t = p - t;
-        }
-      }
-      mp[d][o] = cs[d] + t;
+      int64_t t = mg_pad_source(m, o, lead, L);
+      mp[d][o] = t < 0 ? -1 : cs[d] + t;
     }
   }
   it_strides(r, x->dims, xs);

@@ -11,6 +11,7 @@
 
 #include "einsum_geom.h"
 #include "ir.h"
+#include "pad_geom.h"
 #include "passes.h"
 #include "slice_geom.h"
 #include "window_geom.h"
@@ -213,6 +214,25 @@ static void test_slice_axis(void **state) {
   assert_int_equal(mg_slice_axis(10, 0, 5, 0, &f, &c), -1);
 }
 
+/* Pad over [a b c] (len 3) with 2 before: reflect reads c b | a b c | b a,
+ * edge a a | a b c | c c, wrap b c | a b c | a b; constant: -1 in the padding. */
+static void test_pad_source(void **state) {
+  (void)state;
+  const int64_t reflect[] = {2, 1, 0, 1, 2, 1, 0}, edge[] = {0, 0, 0, 1, 2, 2, 2}, wrap[] = {1, 2, 0, 1, 2, 0, 1};
+  for (int64_t o = 0; o < 7; o++) {
+    assert_int_equal(mg_pad_source(MG_PADM_REFLECT, o, 2, 3), reflect[o]);
+    assert_int_equal(mg_pad_source(MG_PADM_EDGE, o, 2, 3), edge[o]);
+    assert_int_equal(mg_pad_source(MG_PADM_WRAP, o, 2, 3), wrap[o]);
+    assert_int_equal(mg_pad_source(MG_PADM_CONSTANT, o, 2, 3), o >= 2 && o < 5 ? o - 2 : -1);
+  }
+  assert_int_equal(mg_pad_source(MG_PADM_REFLECT, 0, 1, 1), 0); /* a one-element axis */
+  int64_t st, len;
+  mg_pad_crop(5, -1, -2, &st, &len); /* crop one at the begin, two at the end */
+  assert_true(st == 1 && len == 2);
+  assert_int_equal(mg_pad_mode("wrap"), MG_PADM_WRAP);
+  assert_int_equal(mg_pad_mode("mirror"), -1);
+}
+
 /* Einsum plans, with label numbers A-Z 0..25, a-z 26..51, ellipsis 52 + j. */
 enum { I = 26 + 'i' - 'a', J = 26 + 'j' - 'a', K = 26 + 'k' - 'a', B = 26 + 'b' - 'a' };
 
@@ -288,7 +308,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_same),     cmocka_unit_test(test_window_valid_notset),
       cmocka_unit_test(test_window_transpose), cmocka_unit_test(test_auto_pad_pass),
-      cmocka_unit_test(test_slice_axis),      cmocka_unit_test(test_einsum_matmul),
+      cmocka_unit_test(test_slice_axis),      cmocka_unit_test(test_pad_source),      cmocka_unit_test(test_einsum_matmul),
       cmocka_unit_test(test_einsum_ellipsis_diagonal),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
