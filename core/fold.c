@@ -1,4 +1,5 @@
 #include "fold.h"
+#include "slice_geom.h"
 #include <math.h>
 #include <string.h>
 
@@ -403,10 +404,8 @@ int fold_node(mg_node *n) {
       int64_t a = nin > 3 && n->in[3] ? geti(&x[3], k) : k;
       if (a < 0) a += xs->rank;
       if (a < 0 || a >= xs->rank) goto done;
-      int64_t dim = xs->d[a].v, b = geti(&x[1], k), st = nin > 4 && n->in[4] ? geti(&x[4], k) : 1;
-      if (st == 0) goto done;
-      if (b < 0) b += dim;
-      b = st > 0 ? (b < 0 ? 0 : b > dim ? dim : b) : (b < 0 ? -1 : b > dim - 1 ? dim - 1 : b);
+      int64_t b, len, st = nin > 4 && n->in[4] ? geti(&x[4], k) : 1;
+      if (k >= x[2].n || mg_slice_axis(xs->d[a].v, geti(&x[1], k), geti(&x[2], k), st, &b, &len)) goto done;
       first[a] = b;
       step[a] = st;
     }

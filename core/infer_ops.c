@@ -1,58 +1,13 @@
-/* Shape rules of the ops whose shape_rule in ops.def is OWN. */
+/* Shape rules of the ops whose shape_rule in ops.def is OWN: the nn, linalg,
+ * control-flow, sequence and misc families here, the tensor family in
+ * infer_ops_tensor.c (infer_own hands it every op it does not take). */
 #include "infer_internal.h"
+#include "window_geom.h"
+#include "einsum_geom.h"
 #include "resize_geom.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-#define X0 (n->in[0])
-#define IN(i) ((i) < n->n_in ? n->in[i] : NULL)
-#define UNK infer_dim_unknown()
-
-static mg_shape unknown_rank(void) { return (mg_shape){.rank = -1}; }
-
-/* Rank known, dims not; a rank beyond MG_MAX_RANK (a hostile shape input) is
- * unknown, and the kernel or a later check rejects it. */
-static mg_shape rank_unknown_dims(int rank) {
-  if (rank < 0 || rank > MG_MAX_RANK) return unknown_rank();
-  mg_shape s = {.rank = rank};
-  for (int i = 0; i < rank; i++) s.d[i] = UNK;
-  return s;
-}
-
-static int bad(infer_ctx *c, mg_node *n, const char *msg) {
-  mg_error(c->d, SHAPE, n->name, n->op_type, "%s", msg);
-  return -1;
-}
-
-/* Compress and Unique: without an axis the result is 1-D of unknown length; with
- * one, x's shape with that axis's length unknown (it depends on the data). */
-static int data_dependent_axis(infer_ctx *c, mg_node *n, const mg_value *x, mg_shape *s) {
-  const mg_attr *ax = mg_node_attr(n, "axis");
-  if (!ax) *s = rank_unknown_dims(1);
-  else if (x->shape.rank < 0) *s = unknown_rank();
-  else {
-    *s = x->shape;
-    int64_t a = infer_norm_axis(ax->i, s->rank);
-    if (a < 0 || a >= s->rank) return bad(c, n, "axis out of range");
-    s->d[a] = UNK;
-  }
-  return 0;
-}
-
-static mg_dim dim_mul(mg_dim a, mg_dim b) {
-  int64_t r;
-  if (a.v >= 0 && b.v >= 0) return mg_mul_i64(a.v, b.v, &r) ? (mg_dim){r, NULL} : UNK;
-  if (a.v == 1) return b;
-  if (b.v == 1) return a;
-  return UNK;
-}
-
-static mg_dim dim_div(mg_dim a, int64_t b) {
-  if (a.v >= 0 && b > 0) return (mg_dim){a.v / b, NULL};
-  if (b == 1) return a;
-  return UNK;
-}
 
 /* Elementwise arithmetic on partial values: keeps symbols through x*1, x+0, x/1. */
 int infer_binary_elems(infer_ctx *c, mg_node *n) {
@@ -88,20 +43,15 @@ int infer_binary_elems(infer_ctx *c, mg_node *n) {
   return infer_set_elems(c, n->out[0], r, nr);
 }
 
-/* Spatial output size of conv/pool windows. */
+/* Spatial output size of a conv/pool window axis (core/window_geom.h); a kernel
+ * larger than the padded input gives 0, the checks being the consumers'. */
 static mg_dim window_out(mg_dim in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
-                         const char *auto_pad, int ceil_mode) {
-  if (in.v < 0) return UNK;
-  int64_t ek = (k - 1) * d + 1;
-  if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER"))
-    return (mg_dim){(in.v + s - 1) / s, NULL};
-  if (!strcmp(auto_pad, "VALID")) return (mg_dim){in.v >= ek ? (in.v - ek) / s + 1 : 0, NULL};
-  int64_t span = in.v + pb + pe - ek;
-  if (span < 0) return (mg_dim){0, NULL};
-  int64_t o = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-  /* The last window must start inside the input or its leading padding. */
-  if (ceil_mode && (o - 1) * s >= in.v + pb) o--;
-  return (mg_dim){o, NULL};
+                         int mode, int ceil_mode) {
+  static const mg_win_limits any = {INT64_MAX, INT64_MAX};
+  int64_t b, e, o;
+  mg_win_status st = mg_window_axis(mode, in.v, k, s, d, pb, pe, ceil_mode, &any, &b, &e, &o);
+  if (st == MG_WIN_EMPTY) return (mg_dim){0, NULL};
+  return st == MG_WIN_OK && o >= 0 ? (mg_dim){o, NULL} : UNK;
 }
 
 /* Conv, pooling: fills spatial defaults (strides, dilations, pads) when the rank is
@@ -136,7 +86,8 @@ static int conv_like(infer_ctx *c, mg_node *n, const mg_value *x, const mg_value
   }
   if ((ns && (int)ns != sp) || (nd && (int)nd != sp) || (np && (int)np != 2 * sp))
     return bad(c, n, "strides, dilations or pads do not match the input's rank");
-  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
+  int mode; /* an unknown auto_pad is the consumers' to report; the shape reads pads */
+  if (mg_window_auto_pad(n, &mode)) mode = MG_PAD_NOTSET;
   int is_pool = n->op == MG_OP_MaxPool || n->op == MG_OP_AveragePool || n->op == MG_OP_LpPool;
   int ceil_mode = is_pool ? (int)mg_attr_int(n, "ceil_mode", 0) : 0;
   mg_shape s = {.rank = x->shape.rank};
@@ -150,13 +101,15 @@ static int conv_like(infer_ctx *c, mg_node *n, const mg_value *x, const mg_value
     if (np && (pd[i] < 0 || pd[i] > lim || pd[i + sp] < 0 || pd[i + sp] > lim))
       return bad(c, n, "pads must be in 0..2^31");
     s.d[i + 2] = window_out(x->shape.d[i + 2], kernel[i], stv, dv, np ? pd[i] : 0,
-                            np ? pd[i + sp] : 0, ap, ceil_mode);
+                            np ? pd[i + sp] : 0, mode, ceil_mode);
   }
   infer_out(n, 0, dt, &s);
   if (n->op == MG_OP_MaxPool) infer_out(n, 1, MG_I64, &s);
   return 0;
 }
 
+/* ConvTranspose: the output's spatial dims from core/window_geom.h, unknown
+ * where they cannot be computed (the consumers report why). */
 static int conv_transpose(infer_ctx *c, mg_node *n) {
   const mg_value *x = X0, *w = IN(1);
   (void)c;
@@ -167,31 +120,20 @@ static int conv_transpose(infer_ctx *c, mg_node *n) {
     return 0;
   }
   int sp = x->shape.rank - 2;
-  const int64_t *ks, *st, *dl, *pd, *op, *os;
-  size_t nk = mg_attr_ints(n, "kernel_shape", &ks), ns = mg_attr_ints(n, "strides", &st);
-  size_t nd = mg_attr_ints(n, "dilations", &dl), np = mg_attr_ints(n, "pads", &pd);
-  size_t nop = mg_attr_ints(n, "output_padding", &op), nos = mg_attr_ints(n, "output_shape", &os);
-  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
+  const int64_t *ks;
+  size_t nk = mg_attr_ints(n, "kernel_shape", &ks);
+  int64_t in[MG_MAX_RANK], k[MG_MAX_RANK];
+  for (int i = 0; i < sp; i++) {
+    in[i] = x->shape.d[i + 2].v;
+    k[i] = nk == (size_t)sp ? ks[i] : w->shape.rank == x->shape.rank ? w->shape.d[i + 2].v : -1;
+  }
+  static const mg_win_limits any = {INT64_MAX, INT64_MAX};
+  mg_window g;
+  int ok = mg_window_transpose(n, sp, in, k, &any, &g) == MG_WIN_OK;
   mg_shape s = {.rank = x->shape.rank};
   s.d[0] = x->shape.d[0];
   s.d[1] = ch;
-  for (int i = 0; i < sp; i++) {
-    int64_t k = nk ? ks[i] : (w->shape.rank == x->shape.rank ? w->shape.d[i + 2].v : -1);
-    int64_t stv = ns ? st[i] : 1, dv = nd ? dl[i] : 1, opv = nop ? op[i] : 0;
-    mg_dim in = x->shape.d[i + 2];
-    if (nos) s.d[i + 2] = (mg_dim){os[nos - (size_t)sp + (size_t)i], NULL};
-    else if (in.v < 0 || k < 0) s.d[i + 2] = UNK;
-    else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-      int64_t r;
-      s.d[i + 2] = mg_mul_ovf(in.v, stv, &r) ? (mg_dim){r, NULL} : UNK;
-    }
-    else {
-      int64_t pb = np ? pd[i] : 0, pe = np ? pd[i + sp] : 0, a, b, r;
-      int ok = mg_mul_ovf(stv, in.v - 1, &a) && mg_mul_ovf(k - 1, dv, &b) && mg_add_ovf(a, b, &r) &&
-               mg_add_ovf(r, opv + 1, &r) && mg_sub_ovf(r, pb, &r) && mg_sub_ovf(r, pe, &r);
-      s.d[i + 2] = ok && r >= 0 ? (mg_dim){r, NULL} : UNK;
-    }
-  }
+  for (int i = 0; i < sp; i++) s.d[i + 2] = ok && g.out[i] >= 0 ? (mg_dim){g.out[i], NULL} : UNK;
   infer_out(n, 0, x->dtype, &s);
   return 0;
 }
@@ -224,81 +166,49 @@ static int matmul_shape(infer_ctx *c, mg_node *n, const mg_shape *a, const mg_sh
   return 0;
 }
 
+/* Einsum: the labels from core/einsum_geom.h; each output dim is its label's
+ * dim, symbolic where the operands' are, ellipsis dims broadcast. */
 static int einsum(infer_ctx *c, mg_node *n) {
-  const char *eq = mg_attr_str(n, "equation", "");
-  mg_dim letter[128];
-  for (int i = 0; i < 128; i++) letter[i] = (mg_dim){-2, NULL}; /* -2: unseen */
-  mg_shape ell = {.rank = 0};
-  int have_ell = 0;
-  char lhs[256], rhs[256] = "";
-  const char *arrow = strstr(eq, "->");
-  snprintf(lhs, sizeof lhs, "%.*s", arrow ? (int)(arrow - eq) : (int)strlen(eq), eq);
-  if (arrow) snprintf(rhs, sizeof rhs, "%s", arrow + 2);
-  int in = 0;
-  char *save = NULL;
-  int counts[128] = {0};
-  for (char *term = strtok_r(lhs, ",", &save); term; term = strtok_r(NULL, ",", &save), in++) {
-    if (in >= n->n_in || !n->in[in]) return bad(c, n, "equation names more operands than given");
-    const mg_shape *s = &n->in[in]->shape;
-    if (s->rank < 0) {
+  int rank[MG_EIN_MAX_OPS];
+  if (n->n_in > MG_EIN_MAX_OPS) {
+    infer_out(n, 0, X0->dtype, NULL);
+    return 0;
+  }
+  for (int k = 0; k < n->n_in; k++) {
+    if (!n->in[k]) return bad(c, n, "equation names more operands than given");
+    if (n->in[k]->shape.rank < 0) {
       infer_out(n, 0, X0->dtype, NULL);
       return 0;
     }
-    int nl = 0, has_e = 0;
-    for (char *p = term; *p; p++)
-      if (*p == '.') has_e = 1;
-      else if (*p != ' ') nl++;
-    int ne = has_e ? s->rank - nl : 0;
-    if (ne < 0 || (!has_e && nl != s->rank)) return bad(c, n, "equation does not match operand rank");
-    int d = 0;
-    for (char *p = term; *p; p++) {
-      if (*p == ' ') continue;
-      if (*p == '.') {
-        if (p[1] == '.' && p[2] == '.') {
-          mg_shape e = {.rank = ne};
-          memcpy(e.d, &s->d[d], sizeof(mg_dim) * (size_t)ne);
-          mg_shape merged;
-          if (!have_ell) merged = e;
-          else if (infer_broadcast(&ell, &e, &merged)) return bad(c, n, "ellipsis dims do not broadcast");
-          ell = merged;
-          have_ell = 1;
-          d += ne;
-          p += 2;
-        }
+    rank[k] = n->in[k]->shape.rank;
+  }
+  mg_einsum_geom p;
+  mg_ein_error e;
+  switch (mg_einsum_labels(mg_attr_str(n, "equation", ""), n->n_in, rank, &p, &e)) {
+  case MG_EIN_OK: break;
+  case MG_EIN_FEWER_TERMS:
+  case MG_EIN_MORE_TERMS: return bad(c, n, "equation and operands differ in number");
+  case MG_EIN_TERM_RANK: return bad(c, n, "equation does not match operand rank");
+  case MG_EIN_OUTPUT_UNKNOWN: return bad(c, n, "output names an unknown letter");
+  case MG_EIN_OUTPUT_RANK: return bad(c, n, "output rank too large");
+  default: return bad(c, n, "bad equation");
+  }
+  mg_dim dim[MG_EIN_LABELS];
+  for (int l = 0; l < MG_EIN_LABELS; l++) dim[l] = (mg_dim){1, NULL}; /* an absent ellipsis dim is 1 */
+  for (int k = 0; k < n->n_in; k++)
+    for (int d = 0; d < rank[k]; d++) {
+      const int l = p.lab[k][d];
+      const mg_dim x = n->in[k]->shape.d[d];
+      if (l < MG_EIN_LETTERS) {
+        if (dim[l].v == 1) dim[l] = x;
         continue;
       }
-      unsigned char ch = (unsigned char)*p;
-      if (ch >= 128) return bad(c, n, "bad equation");
-      counts[ch]++;
-      if (letter[ch].v == -2 || letter[ch].v == 1) letter[ch] = s->d[d];
-      d++;
+      mg_shape a = {.rank = 1, .d = {dim[l]}}, b = {.rank = 1, .d = {x}}, r;
+      if (infer_broadcast(&a, &b, &r)) return bad(c, n, "ellipsis dims do not broadcast");
+      dim[l] = r.d[0];
     }
-  }
-  mg_shape out = {0};
-  if (arrow) {
-    for (char *p = rhs; *p; p++) {
-      if (*p == ' ') continue;
-      if (*p == '.') {
-        if (p[1] == '.' && p[2] == '.') {
-          if (out.rank + ell.rank > MG_MAX_RANK) return bad(c, n, "output rank too large");
-          for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
-          p += 2;
-        }
-        continue;
-      }
-      unsigned char ch = (unsigned char)*p;
-      if (ch >= 128 || letter[ch].v == -2) return bad(c, n, "output names an unknown letter");
-      if (out.rank >= MG_MAX_RANK) return bad(c, n, "output rank too large");
-      out.d[out.rank++] = letter[ch];
-    }
-  } else { /* implicit output: ellipsis, then letters seen once, alphabetically */
-    for (int i = 0; i < ell.rank; i++) out.d[out.rank++] = ell.d[i];
-    for (int ch = 0; ch < 128; ch++)
-      if (counts[ch] == 1) {
-        if (out.rank >= MG_MAX_RANK) return bad(c, n, "output rank too large");
-        out.d[out.rank++] = letter[ch];
-      }
-  }
+  mg_shape out = {.rank = p.no};
+  for (int i = 0; i < p.no; i++) out.d[i] = dim[p.olab[i]];
   infer_out(n, 0, X0->dtype, &out);
   return 0;
 }
@@ -330,334 +240,8 @@ static int recurrent(infer_ctx *c, mg_node *n) {
   return 0;
 }
 
-static int reshape(infer_ctx *c, mg_node *n) {
-  const mg_value *x = X0;
-  mg_dim e[MG_SMALL];
-  int ne = infer_elems(IN(1), e, MG_SMALL);
-  if (ne < 0) {
-    const mg_value *sh = IN(1);
-    int r = sh->shape.rank == 1 && sh->shape.d[0].v >= 0 ? (int)sh->shape.d[0].v : -1;
-    mg_shape s = r >= 0 ? rank_unknown_dims(r) : unknown_rank();
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  if (ne > MG_MAX_RANK) return bad(c, n, "target rank too large");
-  int allowzero = (int)mg_attr_int(n, "allowzero", 0);
-  mg_shape s = {.rank = ne};
-  int infer_at = -1;
-  for (int i = 0; i < ne; i++) {
-    if (e[i].v == MG_UNKNOWN_ELEM) s.d[i] = infer_elem_to_dim(e[i]);
-    else if (e[i].v == -1) {
-      if (infer_at >= 0) return bad(c, n, "more than one -1 in the target shape");
-      infer_at = i;
-      s.d[i] = UNK;
-    } else if (e[i].v == 0 && !allowzero) {
-      if (x->shape.rank < 0 || i >= x->shape.rank) s.d[i] = UNK;
-      else s.d[i] = x->shape.d[i];
-    } else if (e[i].v < 0) return bad(c, n, "negative dimension in the target shape");
-    else s.d[i] = e[i];
-  }
-  if (infer_at >= 0) {
-    int64_t total = mg_shape_numel(&x->shape), rest = 1;
-    int known = total >= 0;
-    for (int i = 0; i < ne && known; i++)
-      if (i != infer_at) {
-        if (s.d[i].v < 0 || !mg_mul_i64(rest, s.d[i].v, &rest)) known = 0;
-      }
-    if (known && rest > 0) {
-      if (total % rest) return bad(c, n, "element count does not divide the target shape");
-      s.d[infer_at] = (mg_dim){total / rest, NULL};
-    } else if (x->shape.rank >= 0) {
-      /* x = a*b*S, target = a*b*(-1): the -1 is S when the other dims match x's. */
-      int64_t xk = 1, tk = 1;
-      const char *xsym = NULL;
-      int xsyms = 0, ok = 1;
-      for (int i = 0; i < x->shape.rank; i++) {
-        if (x->shape.d[i].v >= 0) ok &= mg_mul_i64(xk, x->shape.d[i].v, &xk);
-        else if (x->shape.d[i].sym) { xsyms++; xsym = x->shape.d[i].sym; }
-        else ok = 0;
-      }
-      int tsyms = 0;
-      for (int i = 0; i < ne; i++) {
-        if (i == infer_at) continue;
-        if (s.d[i].v >= 0) ok &= mg_mul_i64(tk, s.d[i].v, &tk);
-        else if (s.d[i].sym && xsym && !strcmp(s.d[i].sym, xsym)) tsyms++;
-        else ok = 0;
-      }
-      if (ok && xsyms == 1 && tsyms == 0 && tk > 0 && xk % tk == 0 && xk / tk == 1)
-        s.d[infer_at] = (mg_dim){-1, xsym};
-      else if (ok && xsyms == tsyms && tk > 0 && xk % tk == 0)
-        s.d[infer_at] = (mg_dim){xk / tk, NULL};
-    }
-  } else {
-    int64_t a = mg_shape_numel(&x->shape), b = mg_shape_numel(&s);
-    if (a >= 0 && b >= 0 && a != b) {
-      char p[128], q[128];
-      mg_error(c->d, SHAPE, n->name, n->op_type, "cannot reshape %s (%lld elements) to %s",
-               mg_shape_str(&x->shape, p, sizeof p), (long long)a, mg_shape_str(&s, q, sizeof q));
-      return -1;
-    }
-  }
-  infer_out(n, 0, x->dtype, &s);
-  if (x->elems && ne <= 1) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
-  return 0;
-}
-
-static int axes_input(infer_ctx *c, mg_node *n, int slot, int rank, int64_t *axes, int *na) {
-  (void)c;
-  *na = 0;
-  if (!IN(slot)) return 0;
-  int k = infer_const_ints(IN(slot), axes, MG_MAX_RANK);
-  if (k < 0) return 1; /* unknown at compile time */
-  for (int i = 0; i < k; i++) axes[i] = infer_norm_axis(axes[i], rank);
-  *na = k;
-  return 0;
-}
-
-static int squeeze(infer_ctx *c, mg_node *n) {
-  const mg_value *x = X0;
-  if (x->shape.rank < 0) {
-    infer_out(n, 0, x->dtype, NULL);
-    return 0;
-  }
-  int64_t axes[MG_MAX_RANK];
-  int na;
-  if (axes_input(c, n, 1, x->shape.rank, axes, &na)) {
-    infer_out(n, 0, x->dtype, NULL);
-    return 0;
-  }
-  int drop[MG_MAX_RANK] = {0};
-  if (!IN(1)) {
-    for (int i = 0; i < x->shape.rank; i++) {
-      if (x->shape.d[i].v < 0) {
-        infer_out(n, 0, x->dtype, NULL);
-        return 0;
-      }
-      drop[i] = x->shape.d[i].v == 1;
-    }
-  }
-  for (int i = 0; i < na; i++) {
-    if (axes[i] < 0 || axes[i] >= x->shape.rank) return bad(c, n, "axis out of range");
-    if (x->shape.d[axes[i]].v > 1) return bad(c, n, "squeezed axis is not 1");
-    drop[axes[i]] = 1;
-  }
-  mg_shape s = {0};
-  for (int i = 0; i < x->shape.rank; i++)
-    if (!drop[i]) s.d[s.rank++] = x->shape.d[i];
-  infer_out(n, 0, x->dtype, &s);
-  if (x->elems && s.rank <= 1) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
-  return 0;
-}
-
-static int unsqueeze(infer_ctx *c, mg_node *n) {
-  const mg_value *x = X0;
-  int64_t axes[MG_MAX_RANK];
-  int na;
-  if (x->shape.rank < 0) {
-    infer_out(n, 0, x->dtype, NULL);
-    return 0;
-  }
-  int64_t raw[MG_MAX_RANK];
-  int k = IN(1) ? infer_const_ints(IN(1), raw, MG_MAX_RANK) : -1;
-  if (k < 0) {
-    int r = IN(1) && IN(1)->shape.rank == 1 && IN(1)->shape.d[0].v >= 0
-                ? x->shape.rank + (int)IN(1)->shape.d[0].v : -1;
-    mg_shape s = r >= 0 ? rank_unknown_dims(r) : unknown_rank();
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  int r = x->shape.rank + k;
-  if (r > MG_MAX_RANK) return bad(c, n, "rank too large");
-  na = k;
-  for (int i = 0; i < na; i++) axes[i] = infer_norm_axis(raw[i], r);
-  int ins[MG_MAX_RANK] = {0};
-  for (int i = 0; i < na; i++) {
-    if (axes[i] < 0 || axes[i] >= r || ins[axes[i]]) return bad(c, n, "bad axes");
-    ins[axes[i]] = 1;
-  }
-  mg_shape s = {.rank = r};
-  for (int i = 0, j = 0; i < r; i++) s.d[i] = ins[i] ? (mg_dim){1, NULL} : x->shape.d[j++];
-  infer_out(n, 0, x->dtype, &s);
-  if (x->elems && r <= 1) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
-  if (x->shape.rank == 0 && r == 1 && !x->data && x->elems)
-    return infer_set_elems(c, n->out[0], x->elems, 1);
-  return 0;
-}
-
-static int concat(infer_ctx *c, mg_node *n) {
-  if (!mg_node_attr(n, "axis")) return bad(c, n, "Concat requires the attribute 'axis'");
-  int64_t axis = mg_attr_int(n, "axis", 0);
-  mg_shape s = unknown_rank();
-  mg_dtype dt = MG_UNDEFINED;
-  for (int i = 0; i < n->n_in; i++)
-    if (n->in[i] && n->in[i]->shape.rank >= 0) {
-      s = n->in[i]->shape;
-      dt = n->in[i]->dtype;
-      break;
-    }
-  if (!dt && X0) dt = X0->dtype;
-  if (s.rank < 0) {
-    infer_out(n, 0, dt, NULL);
-    return 0;
-  }
-  int64_t a = infer_norm_axis(axis, s.rank);
-  if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
-  mg_dim total = {0, NULL};
-  for (int i = 0; i < n->n_in; i++) {
-    const mg_value *v = n->in[i];
-    if (!v) continue;
-    if (v->shape.rank < 0) {
-      total = UNK;
-      continue;
-    }
-    if (v->shape.rank != s.rank) return bad(c, n, "inputs have different ranks");
-    for (int d = 0; d < s.rank; d++) {
-      if (d == a) continue;
-      if (s.d[d].v < 0 && v->shape.d[d].v >= 0) s.d[d] = v->shape.d[d];
-      else if (s.d[d].v >= 0 && v->shape.d[d].v >= 0 && s.d[d].v != v->shape.d[d].v)
-        return bad(c, n, "inputs differ outside the concat axis");
-    }
-    if (total.v >= 0 && v->shape.d[a].v >= 0) total.v += v->shape.d[a].v;
-    else total = UNK;
-  }
-  s.d[a] = total;
-  infer_out(n, 0, dt, &s);
-  if (s.rank == 1) { /* shape arithmetic: concatenate partial values */
-    mg_dim e[MG_SMALL];
-    int ne = 0;
-    for (int i = 0; i < n->n_in; i++) {
-      if (!n->in[i]) continue;
-      int k = infer_elems(n->in[i], e + ne, MG_SMALL - ne);
-      if (k < 0) return 0;
-      ne += k;
-    }
-    return infer_set_elems(c, n->out[0], e, ne);
-  }
-  return 0;
-}
-
-static int split(infer_ctx *c, mg_node *n) {
-  const mg_value *x = X0;
-  if (x->shape.rank < 0) {
-    for (int i = 0; i < n->n_out; i++) infer_out(n, i, x->dtype, NULL);
-    return 0;
-  }
-  int64_t axis = infer_norm_axis(mg_attr_int(n, "axis", 0), x->shape.rank);
-  if (axis < 0 || axis >= x->shape.rank) return bad(c, n, "axis out of range");
-  int64_t parts[256];
-  int np = IN(1) ? infer_const_ints(IN(1), parts, 256) : -1;
-  mg_dim dim = x->shape.d[axis];
-  for (int i = 0; i < n->n_out; i++) {
-    mg_shape s = x->shape;
-    if (np >= 0) {
-      if (np != n->n_out) return bad(c, n, "split sizes do not match the outputs");
-      s.d[axis] = (mg_dim){parts[i], NULL};
-    } else if (IN(1)) {
-      s.d[axis] = UNK;
-    } else if (dim.v >= 0) {
-      int64_t k = n->n_out, chunk = (dim.v + k - 1) / k;
-      int64_t v = dim.v - chunk * i;
-      s.d[axis] = (mg_dim){v < 0 ? 0 : v > chunk ? chunk : v, NULL};
-    } else {
-      s.d[axis] = UNK;
-    }
-    infer_out(n, i, x->dtype, &s);
-  }
-  return 0;
-}
-
-static int slice(infer_ctx *c, mg_node *n) {
-  const mg_value *x = X0;
-  if (x->shape.rank < 0) {
-    infer_out(n, 0, x->dtype, NULL);
-    return 0;
-  }
-  int64_t st[MG_MAX_RANK], en[MG_MAX_RANK], ax[MG_MAX_RANK], sp[MG_MAX_RANK];
-  int ns = infer_const_ints(IN(1), st, MG_MAX_RANK), ne = infer_const_ints(IN(2), en, MG_MAX_RANK);
-  int na = IN(3) ? infer_const_ints(IN(3), ax, MG_MAX_RANK) : -2;
-  int nst = IN(4) ? infer_const_ints(IN(4), sp, MG_MAX_RANK) : -2;
-  mg_shape s = x->shape;
-  if (ns < 0 || ne < 0 || na == -1 || nst == -1) {
-    if (na >= 0)
-      for (int i = 0; i < na; i++) {
-        int64_t a = infer_norm_axis(ax[i], s.rank);
-        if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
-        s.d[a] = UNK;
-      }
-    else for (int i = 0; i < s.rank; i++) s.d[i] = UNK;
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
-    return bad(c, n, "starts, ends, axes and steps differ in length");
-  mg_dim e[MG_SMALL];
-  int nelem = s.rank == 1 ? infer_elems(x, e, MG_SMALL) : -1;
-  int64_t from = 0, step1 = 1, cnt = -1;
-  for (int i = 0; i < ns; i++) {
-    int64_t a = na >= 0 ? infer_norm_axis(ax[i], s.rank) : i;
-    int64_t step = nst >= 0 ? sp[i] : 1;
-    if (a < 0 || a >= s.rank || step == 0) return bad(c, n, "bad axis or zero step");
-    int64_t dim = x->shape.d[a].v;
-    if (dim < 0) {
-      s.d[a] = UNK;
-      continue;
-    }
-    int64_t b = st[i], f = en[i];
-    if (b < 0) b += dim;
-    if (f < 0) f += dim;
-    int64_t len;
-    if (step > 0) {
-      b = b < 0 ? 0 : b > dim ? dim : b;
-      f = f < 0 ? 0 : f > dim ? dim : f;
-      len = f > b ? (f - b - 1) / step + 1 : 0;
-    } else {
-      b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
-      f = f < -1 ? -1 : f > dim - 1 ? dim - 1 : f;
-      /* -step overflows for INT64_MIN; any step that large takes one element */
-      len = b > f ? (step == INT64_MIN ? 1 : (b - f - 1) / (-step) + 1) : 0;
-    }
-    s.d[a] = (mg_dim){len, NULL};
-    if (a == 0) from = b, step1 = step, cnt = len;
-  }
-  infer_out(n, 0, x->dtype, &s);
-  if (nelem >= 0 && cnt >= 0 && !x->data) {
-    mg_dim r[MG_SMALL];
-    for (int64_t k = 0; k < cnt; k++) r[k] = e[from + k * step1];
-    return infer_set_elems(c, n->out[0], r, (int)cnt);
-  }
-  return 0;
-}
-
-static int pad(infer_ctx *c, mg_node *n) {
-  const mg_value *x = X0;
-  if (x->shape.rank < 0) {
-    infer_out(n, 0, x->dtype, NULL);
-    return 0;
-  }
-  int64_t p[2 * MG_MAX_RANK], ax[MG_MAX_RANK];
-  int np = infer_const_ints(IN(1), p, 2 * MG_MAX_RANK);
-  int na = IN(3) ? infer_const_ints(IN(3), ax, MG_MAX_RANK) : -2;
-  mg_shape s = x->shape;
-  if (np < 0 || na == -1) {
-    for (int i = 0; i < s.rank; i++) s.d[i] = UNK;
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  int k = na >= 0 ? na : s.rank;
-  if (np != 2 * k) return bad(c, n, "pads has the wrong length");
-  for (int i = 0; i < k; i++) {
-    int64_t a = na >= 0 ? infer_norm_axis(ax[i], s.rank) : i;
-    if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
-    int64_t r;
-    if (s.d[a].v >= 0 && mg_add_ovf(s.d[a].v, p[i], &r) && mg_add_ovf(r, p[i + k], &r) && r >= 0)
-      s.d[a].v = r;
-    else s.d[a] = UNK;
-  }
-  infer_out(n, 0, x->dtype, &s);
-  return 0;
-}
-
-static int shape_from_input(infer_ctx *c, mg_node *n, int slot, mg_shape *s) {
+/* See infer_internal.h. */
+int infer_shape_from_input(infer_ctx *c, mg_node *n, int slot, mg_shape *s) {
   (void)c;
   mg_dim e[MG_SMALL];
   int ne = infer_elems(IN(slot), e, MG_SMALL);
@@ -855,7 +439,7 @@ static int control_flow(infer_ctx *c, mg_node *n) {
   return 0;
 }
 
-static int sequences(infer_ctx *c, mg_node *n) {
+int infer_sequences(infer_ctx *c, mg_node *n) {
   mg_value *o = n->out[0];
   switch (n->op) {
   case MG_OP_SequenceConstruct: {
@@ -938,11 +522,6 @@ static int sequences(infer_ctx *c, mg_node *n) {
   return 0;
 }
 
-static mg_dtype attr_dtype(const mg_node *n, const char *name, mg_dtype dflt) {
-  int64_t t = mg_attr_int(n, name, dflt);
-  return mg_dtype_valid((int)t) ? (mg_dtype)t : dflt;
-}
-
 int infer_own(infer_ctx *c, mg_node *n) {
   const mg_value *x = X0;
   mg_shape s;
@@ -981,7 +560,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
     return conv_like(c, n, x, NULL, x->shape.rank >= 2 ? x->shape.d[1] : UNK, x->dtype);
   case MG_OP_MaxUnpool: {
     if (IN(2)) {
-      if (shape_from_input(c, n, 2, &s) <= 0) s = rank_unknown_dims(x->shape.rank);
+      if (infer_shape_from_input(c, n, 2, &s) <= 0) s = rank_unknown_dims(x->shape.rank);
       infer_out(n, 0, x->dtype, &s);
       return 0;
     }
@@ -1022,7 +601,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
   }
   case MG_OP_Col2Im: {
     mg_shape img;
-    int k = shape_from_input(c, n, 1, &img);
+    int k = infer_shape_from_input(c, n, 1, &img);
     if (k <= 0 || x->shape.rank != 3) { infer_out(n, 0, x->dtype, NULL); return 0; }
     int64_t block[MG_MAX_RANK];
     int nb = infer_const_ints(IN(2), block, MG_MAX_RANK);
@@ -1104,235 +683,12 @@ int infer_own(infer_ctx *c, mg_node *n) {
   case MG_OP_GRU:
   case MG_OP_LSTM:
     return recurrent(c, n);
-  case MG_OP_Cast:
-  case MG_OP_CastLike: {
-    mg_dtype to = n->op == MG_OP_Cast ? (mg_dtype)mg_attr_int(n, "to", 0) : IN(1)->dtype;
-    if (n->op == MG_OP_Cast && !mg_dtype_valid((int)mg_attr_int(n, "to", 0)))
-      return bad(c, n, "Cast to an unknown type");
-    infer_out(n, 0, to, &x->shape);
-    if (x->elems && mg_dtype_is_int(to)) return infer_set_elems(c, n->out[0], x->elems, x->n_elems);
-    return 0;
-  }
-  case MG_OP_Shape: {
-    int r = x->shape.rank;
-    if (r < 0) {
-      s = rank_unknown_dims(1);
-      infer_out(n, 0, MG_I64, &s);
-      return 0;
-    }
-    int64_t start = infer_norm_axis(mg_attr_int(n, "start", 0), r);
-    int64_t end = infer_norm_axis(mg_attr_int(n, "end", r), r);
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
-    int64_t len = end > start ? end - start : 0;
-    s = (mg_shape){.rank = 1, .d = {{len, NULL}}};
-    infer_out(n, 0, MG_I64, &s);
-    mg_dim e[MG_MAX_RANK];
-    for (int64_t i = 0; i < len; i++) e[i] = infer_dim_to_elem(x->shape.d[start + i]);
-    return infer_set_elems(c, n->out[0], e, (int)len);
-  }
-  case MG_OP_Size: {
-    s = (mg_shape){0};
-    infer_out(n, 0, MG_I64, &s);
-    int64_t k = mg_shape_numel(&x->shape);
-    mg_dim e = {k >= 0 ? k : MG_UNKNOWN_ELEM, NULL};
-    return infer_set_elems(c, n->out[0], &e, 1);
-  }
-  case MG_OP_Reshape:
-    return reshape(c, n);
-  case MG_OP_Flatten: {
-    if (x->shape.rank < 0) { s = rank_unknown_dims(2); infer_out(n, 0, x->dtype, &s); return 0; }
-    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", 1), x->shape.rank);
-    if (a < 0 || a > x->shape.rank) return bad(c, n, "axis out of range");
-    mg_dim p = {1, NULL}, q = {1, NULL};
-    for (int i = 0; i < x->shape.rank; i++) {
-      if (i < a) p = dim_mul(p, x->shape.d[i]);
-      else q = dim_mul(q, x->shape.d[i]);
-    }
-    s = (mg_shape){.rank = 2, .d = {p, q}};
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  case MG_OP_Squeeze:
-    return squeeze(c, n);
-  case MG_OP_Unsqueeze:
-    return unsqueeze(c, n);
-  case MG_OP_Transpose: {
-    if (x->shape.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
-    const int64_t *perm;
-    size_t np = mg_attr_ints(n, "perm", &perm);
-    if (np && (int)np != x->shape.rank) return bad(c, n, "perm does not match the rank");
-    s.rank = x->shape.rank;
-    int seen[MG_MAX_RANK] = {0};
-    for (int i = 0; i < s.rank; i++) {
-      int64_t p = np ? perm[i] : s.rank - 1 - i;
-      if (p < 0 || p >= s.rank || seen[p]++) return bad(c, n, "perm is not a permutation");
-      s.d[i] = x->shape.d[p];
-    }
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  case MG_OP_Concat:
-    return concat(c, n);
-  case MG_OP_Split:
-    return split(c, n);
-  case MG_OP_Slice:
-    return slice(c, n);
-  case MG_OP_Pad:
-    return pad(c, n);
-  case MG_OP_Tile: {
-    int64_t rep[MG_MAX_RANK];
-    int nr = infer_const_ints(IN(1), rep, MG_MAX_RANK);
-    s = x->shape;
-    if (s.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
-    if (nr >= 0 && nr != s.rank) return bad(c, n, "repeats does not match the rank");
-    for (int i = 0; i < s.rank; i++)
-      s.d[i] = nr < 0 ? UNK : dim_mul(s.d[i], (mg_dim){rep[i], NULL});
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  case MG_OP_Expand: {
-    mg_shape to;
-    shape_from_input(c, n, 1, &to);
-    if (to.rank >= 0) {
-      /* In the target, 1 keeps x's dim; unknown dims stay unknown unless x fixes them. */
-      mg_shape out;
-      if (infer_broadcast(&x->shape, &to, &out)) return bad(c, n, "shape does not broadcast");
-      infer_out(n, 0, x->dtype, &out);
-    } else {
-      infer_out(n, 0, x->dtype, NULL);
-    }
-    return 0;
-  }
-  case MG_OP_Gather: {
-    const mg_value *idx = IN(1);
-    if (x->shape.rank < 1 || idx->shape.rank < 0) { infer_out(n, 0, x->dtype, NULL); return 0; }
-    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", 0), x->shape.rank);
-    if (a < 0 || a >= x->shape.rank) return bad(c, n, "axis out of range");
-    if (x->shape.rank - 1 + idx->shape.rank > MG_MAX_RANK) return bad(c, n, "rank too large");
-    s.rank = 0;
-    for (int i = 0; i < a; i++) s.d[s.rank++] = x->shape.d[i];
-    for (int i = 0; i < idx->shape.rank; i++) s.d[s.rank++] = idx->shape.d[i];
-    for (int i = (int)a + 1; i < x->shape.rank; i++) s.d[s.rank++] = x->shape.d[i];
-    infer_out(n, 0, x->dtype, &s);
-    if (x->shape.rank == 1 && idx->shape.rank <= 1) {
-      mg_dim e[MG_SMALL];
-      int64_t ix[MG_SMALL];
-      int ne = infer_elems(x, e, MG_SMALL), ni = infer_const_ints(idx, ix, MG_SMALL);
-      if (ne >= 0 && ni >= 0) {
-        mg_dim r[MG_SMALL];
-        for (int i = 0; i < ni; i++) {
-          int64_t j = ix[i] < 0 ? ix[i] + ne : ix[i];
-          if (j < 0 || j >= ne) return bad(c, n, "index out of range");
-          r[i] = e[j];
-        }
-        return infer_set_elems(c, n->out[0], r, ni);
-      }
-    }
-    return 0;
-  }
-  case MG_OP_GatherElements:
-    infer_out(n, 0, x->dtype, &IN(1)->shape);
-    return 0;
-  case MG_OP_GatherND: {
-    const mg_value *idx = IN(1);
-    int64_t b = mg_attr_int(n, "batch_dims", 0);
-    if (x->shape.rank < 0 || idx->shape.rank < 1 || idx->shape.d[idx->shape.rank - 1].v < 0) {
-      infer_out(n, 0, x->dtype, NULL);
-      return 0;
-    }
-    int64_t last = idx->shape.d[idx->shape.rank - 1].v;
-    if (b < 0 || last < 0 || b + last > x->shape.rank ||
-        idx->shape.rank - 1 + x->shape.rank - (b + last) > MG_MAX_RANK)
-      return bad(c, n, "batch_dims and index depth do not fit the data's rank");
-    s.rank = 0;
-    for (int i = 0; i < idx->shape.rank - 1; i++) s.d[s.rank++] = idx->shape.d[i];
-    for (int64_t i = b + last; i < x->shape.rank; i++) s.d[s.rank++] = x->shape.d[i];
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
-  case MG_OP_Where: {
-    mg_shape t;
-    if (infer_broadcast(&x->shape, &IN(1)->shape, &t) || infer_broadcast(&t, &IN(2)->shape, &s))
-      return bad(c, n, "inputs do not broadcast");
-    infer_out(n, 0, IN(1)->dtype, &s);
-    return 0;
-  }
-  case MG_OP_Compress:
-    if (data_dependent_axis(c, n, x, &s)) return -1;
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  case MG_OP_NonZero:
-    s = (mg_shape){.rank = 2, .d = {{x->shape.rank >= 0 ? x->shape.rank : -1, NULL}, UNK}};
-    infer_out(n, 0, MG_I64, &s);
-    return 0;
-  case MG_OP_TopK: {
-    int64_t k;
-    s = x->shape;
-    if (s.rank >= 0) {
-      int64_t a = infer_norm_axis(mg_attr_int(n, "axis", -1), s.rank);
-      if (a < 0 || a >= s.rank) return bad(c, n, "axis out of range");
-      s.d[a] = infer_const_ints(IN(1), &k, 1) == 1 ? (mg_dim){k, NULL} : UNK;
-    }
-    infer_out(n, 0, x->dtype, s.rank >= 0 ? &s : NULL);
-    infer_out(n, 1, MG_I64, s.rank >= 0 ? &s : NULL);
-    return 0;
-  }
-  case MG_OP_Unique: {
-    if (data_dependent_axis(c, n, x, &s)) return -1;
-    infer_out(n, 0, x->dtype, &s);
-    mg_shape v = rank_unknown_dims(1);
-    infer_out(n, 1, MG_I64, &v);
-    infer_out(n, 2, MG_I64, &v);
-    infer_out(n, 3, MG_I64, &v);
-    return 0;
-  }
-  case MG_OP_OneHot: {
-    if (x->shape.rank < 0 || x->shape.rank >= MG_MAX_RANK) { infer_out(n, 0, IN(2)->dtype, NULL); return 0; }
-    int r = x->shape.rank + 1;
-    int64_t a = infer_norm_axis(mg_attr_int(n, "axis", -1), r), depth;
-    if (a < 0 || a >= r) return bad(c, n, "axis out of range");
-    mg_dim dd = UNK;
-    if (IN(1)->data) {
-      double dv = 0;
-      if (mg_dtype_is_float(IN(1)->dtype)) {
-        if (IN(1)->dtype == MG_F32) { float f; memcpy(&f, IN(1)->data, 4); dv = f; }
-        else if (IN(1)->dtype == MG_F64) memcpy(&dv, IN(1)->data, 8);
-        dd = dv >= 0 && dv <= (double)MG_DIM_MAX ? (mg_dim){(int64_t)dv, NULL} : UNK;
-      } else if (infer_const_ints(IN(1), &depth, 1) == 1) {
-        dd = (mg_dim){depth, NULL};
-      }
-    }
-    s.rank = r;
-    for (int i = 0, j = 0; i < r; i++) s.d[i] = i == a ? dd : x->shape.d[j++];
-    infer_out(n, 0, IN(2)->dtype, &s);
-    return 0;
-  }
-  case MG_OP_DepthToSpace:
-  case MG_OP_SpaceToDepth: {
-    int64_t b = mg_attr_int(n, "blocksize", 0);
-    int64_t bb;
-    if (b <= 0 || !mg_mul_i64(b, b, &bb)) return bad(c, n, "blocksize must be positive and small");
-    if (x->shape.rank != 4) { infer_out(n, 0, x->dtype, x->shape.rank < 0 ? NULL : &x->shape); return 0; }
-    s = x->shape;
-    if (n->op == MG_OP_DepthToSpace) {
-      s.d[1] = dim_div(s.d[1], bb);
-      s.d[2] = dim_mul(s.d[2], (mg_dim){b, NULL});
-      s.d[3] = dim_mul(s.d[3], (mg_dim){b, NULL});
-    } else {
-      s.d[1] = dim_mul(s.d[1], (mg_dim){bb, NULL});
-      s.d[2] = dim_div(s.d[2], b);
-      s.d[3] = dim_div(s.d[3], b);
-    }
-    infer_out(n, 0, x->dtype, &s);
-    return 0;
-  }
   case MG_OP_Resize:
     return resize(c, n);
   case MG_OP_CenterCropPad: {
     mg_shape to;
     s = x->shape;
-    int k = shape_from_input(c, n, 1, &to);
+    int k = infer_shape_from_input(c, n, 1, &to);
     const int64_t *axes;
     size_t na = mg_attr_ints(n, "axes", &axes);
     if (s.rank >= 0) {
@@ -1350,7 +706,7 @@ int infer_own(infer_ctx *c, mg_node *n) {
     return 0;
   case MG_OP_ConstantOfShape: {
     const mg_attr *v = mg_node_attr(n, "value");
-    shape_from_input(c, n, 0, &s);
+    infer_shape_from_input(c, n, 0, &s);
     infer_out(n, 0, v && v->t ? v->t->dtype : MG_F32, s.rank >= 0 ? &s : NULL);
     return 0;
   }
@@ -1503,6 +859,6 @@ int infer_own(infer_ctx *c, mg_node *n) {
   case MG_OP_SequenceMap:
     return control_flow(c, n);
   default:
-    return sequences(c, n);
+    return infer_own_tensor(c, n);
   }
 }

@@ -1,4 +1,5 @@
 #include "passes.h"
+#include "window_geom.h"
 #include <string.h>
 
 static int clear_uses(mg_graph *g, void *ctx) {
@@ -148,6 +149,103 @@ int pass_dce(mg_model *m) {
   return r ? -1 : changed;
 }
 
+/* ---- auto_pad ---- */
+
+/* n's attribute `name`, appended (the array has no spare room, so it is copied
+ * into m's arena) when n has none; NULL when out of memory. */
+static mg_attr *attr_slot(mg_model *m, mg_node *n, const char *name, mg_attr_kind kind) {
+  for (int i = 0; i < n->n_attr; i++)
+    if (!strcmp(n->attr[i].name, name)) return &n->attr[i];
+  mg_attr *a = mg_arena_alloc(&m->arena, sizeof(mg_attr) * (size_t)(n->n_attr + 1));
+  if (!a) return NULL;
+  memcpy(a, n->attr, sizeof(mg_attr) * (size_t)n->n_attr);
+  n->attr = a;
+  mg_attr *r = &a[n->n_attr++];
+  memset(r, 0, sizeof *r);
+  r->name = name;
+  r->kind = kind;
+  return r;
+}
+
+/* The kernel of a convolution or pool n over sp spatial dims: kernel_shape, or
+ * else the weight's spatial dims (QLinearConv's weight is input 3). 0, or -1 when
+ * not statically known. */
+static int window_kernel(const mg_node *n, int sp, int64_t *k) {
+  const int64_t *ks;
+  if (mg_attr_ints(n, "kernel_shape", &ks) == (size_t)sp) {
+    memcpy(k, ks, sizeof(int64_t) * (size_t)sp);
+    return 0;
+  }
+  int wi = n->op == MG_OP_QLinearConv ? 3 : 1;
+  int is_pool = n->op == MG_OP_AveragePool || n->op == MG_OP_MaxPool || n->op == MG_OP_LpPool;
+  const mg_value *w = !is_pool && n->n_in > wi ? n->in[wi] : NULL;
+  if (!w || w->shape.rank != sp + 2) return -1;
+  for (int i = 0; i < sp; i++)
+    if ((k[i] = w->shape.d[i + 2].v) < 0) return -1;
+  return 0;
+}
+
+/* Resolves n's auto_pad when its spatial input dims are static: 1 when rewritten,
+ * 0 when left (auto_pad NOTSET or unknown, dims not static, a window the shared
+ * geometry refuses: the stages then report it), -1 when out of memory. */
+static int resolve_auto_pad(mg_model *m, mg_node *n) {
+  int mode, transpose = n->op == MG_OP_ConvTranspose;
+  if (mg_window_auto_pad(n, &mode) || mode == MG_PAD_NOTSET) return 0;
+  const mg_value *x = n->n_in ? n->in[0] : NULL;
+  int sp = x ? x->shape.rank - 2 : 0;
+  int64_t in[MG_MAX_RANK], k[MG_MAX_RANK];
+  if (sp < 1 || sp > MG_WIN_ND || window_kernel(n, sp, k)) return 0;
+  for (int i = 0; i < sp; i++)
+    if ((in[i] = x->shape.d[i + 2].v) < 0) return 0;
+  /* the bounds of shape inference: any window a stage accepts is inside them */
+  const mg_win_limits lim = {(int64_t)1 << 31, (int64_t)1 << 31};
+  int ceil_mode = n->op == MG_OP_AveragePool || n->op == MG_OP_MaxPool || n->op == MG_OP_LpPool
+                      ? (int)mg_attr_int(n, "ceil_mode", 0) : 0;
+  mg_window g;
+  mg_win_status st = transpose ? mg_window_transpose(n, sp, in, k, &lim, &g)
+                               : mg_window_init(n, sp, in, k, ceil_mode, &lim, &g);
+  if (st != MG_WIN_OK) return 0;
+  int64_t *v = mg_arena_alloc(&m->arena, sizeof(int64_t) * (size_t)(2 * sp));
+  if (!v || !attr_slot(m, n, "pads", MG_ATTR_INTS) || !attr_slot(m, n, "auto_pad", MG_ATTR_STRING))
+    return -1;
+  /* both exist now, so these find them where the array finally is */
+  mg_attr *pads = attr_slot(m, n, "pads", MG_ATTR_INTS), *ap = attr_slot(m, n, "auto_pad", MG_ATTR_STRING);
+  for (int i = 0; i < sp; i++) v[i] = g.pb[i], v[sp + i] = g.pe[i];
+  pads->kind = MG_ATTR_INTS, pads->ints = v, pads->n = (size_t)(2 * sp);
+  ap->kind = MG_ATTR_STRING, ap->s = "NOTSET";
+  /* ConvTranspose: the explicit pads give output_shape's sizes (full - pads) */
+  for (int i = 0; transpose && i < n->n_attr; i++)
+    if (!strcmp(n->attr[i].name, "output_shape")) {
+      memmove(&n->attr[i], &n->attr[i + 1], sizeof(mg_attr) * (size_t)(n->n_attr - i - 1));
+      n->n_attr--;
+      break;
+    }
+  return 1;
+}
+
+static int auto_pad_graph(mg_graph *g, void *ctx) {
+  int *changed = ctx;
+  for (int i = 0; i < g->n_nodes; i++) {
+    mg_node *n = g->nodes[i];
+    switch (n->op) {
+    case MG_OP_Conv: case MG_OP_ConvTranspose: case MG_OP_ConvInteger: case MG_OP_QLinearConv:
+    case MG_OP_AveragePool: case MG_OP_MaxPool: case MG_OP_LpPool: {
+      int r = resolve_auto_pad(g->model, n);
+      if (r < 0) return -1;
+      *changed += r;
+      break;
+    }
+    default: break;
+    }
+  }
+  return 0;
+}
+
+int pass_resolve_auto_pad(mg_model *m) {
+  int changed = 0;
+  return mg_graph_walk(m->graph, auto_pad_graph, &changed) ? -1 : changed;
+}
+
 /* ---- verifier ---- */
 
 typedef struct {
@@ -221,6 +319,7 @@ int mg_prepare_with(mg_model *m, const mg_shape_override *ov, int n_ov,
     if (rc) return rc;
   }
   if (ir_infer_shapes(m, ov, n_ov, d)) return -1;
+  if (pass_resolve_auto_pad(m) < 0 || VERIFY(m, d)) goto fail;
   if (pass_fold_constants(m) < 0 || VERIFY(m, d)) goto fail;
   if (pass_dce(m) < 0 || VERIFY(m, d)) goto fail;
   return 0;

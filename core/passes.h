@@ -11,6 +11,12 @@ int pass_fold_constants(mg_model *m);
 /* Identity nodes (and inference-mode Dropout without a used mask) are bypassed,
  * except where the output is a graph output, whose name must survive. */
 int pass_eliminate_identity(mg_model *m);
+/* auto_pad SAME_UPPER / SAME_LOWER / VALID of Conv, ConvTranspose, ConvInteger,
+ * QLinearConv and the pools becomes the explicit pads it stands for (with auto_pad
+ * NOTSET; ConvTranspose's output_shape, then implied, is dropped), computed by
+ * core/window_geom.h, wherever the spatial input dims are static; elsewhere
+ * auto_pad stays, for the stages to resolve at run time. */
+int pass_resolve_auto_pad(mg_model *m);
 /* Removes nodes whose outputs reach no graph output, and constants nobody reads. */
 int pass_dce(mg_model *m);
 /* Recomputes n_uses of every value. */
@@ -20,8 +26,9 @@ void ir_count_uses(mg_model *m);
  * message naming the broken invariant) and returns -1 if any. */
 int ir_verify(mg_model *m, mg_diags *d);
 
-/* The whole preparation pipeline every command runs after import: inference, then
- * the passes, with ir_verify between them in debug builds. */
+/* The whole preparation pipeline every command runs after import, with ir_verify
+ * between the steps in debug builds: pass_eliminate_identity, ir_infer_shapes,
+ * pass_resolve_auto_pad, pass_fold_constants, pass_dce. */
 int mg_prepare(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d);
 
 /* mg_prepare with a step between Identity elimination and shape inference:

@@ -3,6 +3,7 @@
 #define MG_IMPORT_INTERNAL_H
 #include "ir.h"
 #include "onnx.pb-c.h"
+#include "onnx_wire.h"
 
 typedef struct import_ctx {
   mg_model *m;
@@ -14,6 +15,21 @@ typedef struct import_ctx {
   Onnx__ModelProto *proto;
   int inline_depth;
 } import_ctx;
+
+/* Records out of memory on c; returns -1. */
+#define OOM(c) ((c)->oom = 1, -1)
+
+/* protobuf-c's allocations through mg_malloc (onnx_import.c). */
+extern ProtobufCAllocator import_pb_allocator;
+
+/* onnx_tensor.c: a TensorShapeProto into *s (what names the value in messages);
+ * a declared type (dtype, shape, sequence/optional) into v's declaration; a
+ * TensorProto's dtype, dims and data into v (raw, if non-NULL, is the
+ * initializer's raw_data that onnx_wire_slim() left in the mapped file). Each
+ * returns 0, or -1 after a diagnostic (or with c->oom set). */
+int import_shape(import_ctx *c, const Onnx__TensorShapeProto *sp, mg_shape *s, const char *what);
+int import_type(import_ctx *c, const Onnx__TypeProto *tp, mg_value *v);
+int import_tensor(import_ctx *c, const Onnx__TensorProto *t, mg_value *v, const onnx_raw_ref *raw);
 
 /* Rewrites a node imported as written into its canonical form: attributes that
  * later opsets turned into inputs become constant inputs, renamed or removed

@@ -9,6 +9,7 @@
 #ifndef MG_INTERP_INTERNAL_H
 #define MG_INTERP_INTERNAL_H
 #include "interp.h"
+#include <string.h>
 
 typedef struct interp_frame interp_frame;
 
@@ -89,4 +90,51 @@ int it_copy(interp_ctx *c, const mg_node *n, mg_array *dst, const mg_array *src)
 int it_set_str(interp_ctx *c, const mg_node *n, mg_array *t, int64_t k, const char *s);
 /* Whether dt is computed as floating point. */
 int it_is_float(mg_dtype dt);
+/* The tensor family's kernels of indexing (interp_index.c): Gather*, Scatter*,
+ * Compress, NonZero, TopK, Unique. */
+int interp_tensor_index(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out);
+
+/* ---- element and argument helpers (interp_tensor.c, interp_index.c, interp_reduce.c) ---- */
+
+/* Address of element k (data may be unaligned: only memcpy through it). */
+static inline unsigned char *it_elem_ptr(const mg_array *t, int64_t k) {
+  return (unsigned char *)t->data + (size_t)k * mg_dtype_size(t->dtype);
+}
+
+/* Copies cnt elements from src element si to dst element di (same dtype). */
+static inline void it_copy_elems(mg_array *dst, int64_t di, const mg_array *src, int64_t si, int64_t cnt) {
+  if (cnt > 0) memcpy(it_elem_ptr(dst, di), it_elem_ptr(src, si), (size_t)cnt * mg_dtype_size(src->dtype));
+}
+
+/* Normalises axis against rank into *out; -1 after a diagnostic if out of range. */
+static inline int it_norm_axis(interp_ctx *c, const mg_node *n, int64_t axis, int rank, int *out) {
+  if (axis < -rank || axis >= rank)
+    return it_fail(c, n, "axis %lld is out of range for rank %d", (long long)axis, rank);
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return 0;
+}
+
+/* Reads a one-element integer input into *v; -1 after a diagnostic otherwise. */
+static inline int it_scalar_int(interp_ctx *c, const mg_node *n, const mg_array *t, const char *what, int64_t *v) {
+  if (!t || it_numel(t) != 1) return it_fail(c, n, "%s must hold exactly one value", what);
+  *v = it_get_i64(t, 0);
+  return 0;
+}
+
+/* Reads a 1-D int vector input of at most MG_ARRAY_MAX_RANK values. */
+static inline int it_int_list(interp_ctx *c, const mg_node *n, const mg_array *t, const char *what, int64_t *v) {
+  int k = it_ints(t, v, MG_ARRAY_MAX_RANK);
+  if (k < 0) return it_fail(c, n, "%s must be a 1-D tensor of at most %d values", what, MG_ARRAY_MAX_RANK);
+  return k;
+}
+
+/* x's dims around axis (a scalar: all 1): the product before it, its length, the product
+ * after it; element (o, j, i) is at (o * len + j) * inner + i. */
+static inline void it_split_dims(const mg_array *x, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+  *outer = 1, *inner = 1;
+  for (int d = 0; d < axis; d++) *outer *= x->dims[d];
+  for (int d = axis + 1; d < x->rank; d++) *inner *= x->dims[d];
+  *len = x->rank ? x->dims[axis] : 1;
+}
+
 #endif

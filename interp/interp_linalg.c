@@ -3,6 +3,7 @@
  * accumulate in double through nn_gemm, a packed, cache-blocked kernel that also
  * serves the convolutions of interp_nn.c; integer MatMul accumulates in int64. */
 #include "interp_nn.h"
+#include "einsum_geom.h"
 #include <math.h>
 #include <string.h>
 
@@ -300,142 +301,48 @@ static int gemm(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out
 
 /* ---- Einsum ---- */
 
-enum { EIN_LABELS = 52 + MG_ARRAY_MAX_RANK }; /* a-z A-Z, then ellipsis dims */
-
-/* A letter's label index: A-Z 0..25, a-z 26..51; -1 for anything else. */
-static int ein_label(char ch) {
-  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-  if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-  return -1;
-}
-
-/* Parses one term into labels (ellipsis dims as 52 + position among the ell
- * broadcast dims, right-aligned); returns the label count or -1. */
-static int ein_term(const char *s, size_t len, int rank, int ell, int *labels, int *has_ell) {
-  int cnt = 0, letters = 0;
-  *has_ell = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] == '.') continue;
-    if (ein_label(s[i]) < 0) return -1;
-    letters++;
-  }
-  for (size_t i = 0; i < len;) {
-    if (s[i] == '.') {
-      if (len - i < 3 || s[i + 1] != '.' || s[i + 2] != '.' || *has_ell) return -1;
-      *has_ell = 1;
-      int k = rank < 0 ? ell : rank - letters;
-      if (k < 0 || k > ell) return -1;
-      if (cnt + k > MG_ARRAY_MAX_RANK) return -1;
-      for (int j = 0; j < k; j++) labels[cnt++] = 52 + ell - k + j;
-      i += 3;
-      continue;
-    }
-    if (cnt >= MG_ARRAY_MAX_RANK) return -1;
-    labels[cnt++] = ein_label(s[i]);
-    i++;
-  }
-  return cnt;
-}
-
-/* Einsum: labels a-z A-Z, repeated labels within a term (diagonals), '...' broadcast
- * dims, explicit or implicit output (ellipsis dims, then the labels used once in
- * ASCII order). Sums every product over the non-output labels in double (int64,
- * wrapping, for integer inputs). */
+/* Einsum: the equation planned by core/einsum_geom.h (labels a-z A-Z, diagonals,
+ * '...' broadcast dims, explicit or implicit output). Sums every product over the
+ * non-output labels in double (int64, wrapping, for integer inputs). */
 static int einsum(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out) {
-  const char *eq0 = mg_attr_str(n, "equation", NULL);
-  if (!eq0) return it_fail(c, n, "missing equation");
-  char eq[512];
-  size_t L = 0;
-  for (const char *p = eq0; *p; p++) {
-    if (*p == ' ') continue;
-    if (L + 1 >= sizeof eq) return it_fail(c, n, "equation is too long");
-    eq[L++] = *p;
-  }
-  eq[L] = 0;
-  const char *arrow = strstr(eq, "->");
-  size_t lhs_len = arrow ? (size_t)(arrow - eq) : L;
+  const char *eq = mg_attr_str(n, "equation", NULL);
+  if (!eq) return it_fail(c, n, "missing equation");
   int ni = n->n_in;
-  if (ni > 16) return it_fail(c, n, "too many operands");
-  const mg_array *ts[16];
-  int lab[16][MG_ARRAY_MAX_RANK], nl[16], hasell[16];
-  int ell = 0;
-  /* First pass: the terms and the ellipsis width. */
-  size_t start = 0, end = 0;
+  if (ni > MG_EIN_MAX_OPS) return it_fail(c, n, "too many operands");
+  const mg_array *ts[MG_EIN_MAX_OPS];
+  int rank[MG_EIN_MAX_OPS];
+  const int64_t *dp[MG_EIN_MAX_OPS];
   for (int t = 0; t < ni; t++) {
     if (!(ts[t] = it_in(in, n, t))) return it_fail(c, n, "missing input %d", t);
     if (!it_is_float(ts[t]->dtype) && !mg_dtype_is_int(ts[t]->dtype))
       return it_fail(c, n, "unsupported dtype %s", mg_dtype_name(ts[t]->dtype));
-    end = start;
-    while (end < lhs_len && eq[end] != ',') end++;
-    if (t < ni - 1 && end >= lhs_len) return it_fail(c, n, "equation has fewer terms than inputs");
-    int letters = 0, dots = 0;
-    for (size_t i = start; i < end; i++) eq[i] == '.' ? dots++ : letters++;
-    if (dots && ts[t]->rank - letters > ell) ell = ts[t]->rank - letters;
-    start = end + 1;
+    rank[t] = ts[t]->rank, dp[t] = ts[t]->dims;
   }
-  if (end != lhs_len) return it_fail(c, n, "equation has more terms than inputs");
-  start = 0;
-  int64_t ldim[EIN_LABELS];
-  int count[EIN_LABELS] = {0};
-  for (int i = 0; i < EIN_LABELS; i++) ldim[i] = -1;
-  for (int t = 0; t < ni; t++) {
-    end = start;
-    while (end < lhs_len && eq[end] != ',') end++;
-    nl[t] = ein_term(eq + start, end - start, ts[t]->rank, ell, lab[t], &hasell[t]);
-    if (nl[t] != ts[t]->rank) return it_fail(c, n, "term %d does not match input rank %d", t, ts[t]->rank);
-    for (int d = 0; d < nl[t]; d++) {
-      int l = lab[t][d];
-      int64_t x = ts[t]->dims[d];
-      count[l]++;
-      if (ldim[l] < 0 || ldim[l] == 1) ldim[l] = x;
-      else if (x != ldim[l] && !(l >= 52 && x == 1))
-        return it_fail(c, n, "label '%c' has sizes %lld and %lld", l < 26 ? 'A' + l : l < 52 ? 'a' + l - 26 : '.',
-                       (long long)ldim[l], (long long)x);
-    }
-    start = end + 1;
+  mg_einsum_geom p;
+  mg_ein_error e;
+  switch (mg_einsum_plan(eq, ni, rank, dp, &p, &e)) {
+  case MG_EIN_OK: break;
+  case MG_EIN_TOO_LONG: return it_fail(c, n, "equation is too long");
+  case MG_EIN_OPERANDS:
+  case MG_EIN_FEWER_TERMS: return it_fail(c, n, "equation has fewer terms than inputs");
+  case MG_EIN_MORE_TERMS: return it_fail(c, n, "equation has more terms than inputs");
+  case MG_EIN_TERM_RANK: return it_fail(c, n, "term %d does not match input rank %d", e.term, rank[e.term]);
+  case MG_EIN_BAD_OUTPUT: return it_fail(c, n, "bad output term");
+  case MG_EIN_OUTPUT_RANK: return it_fail(c, n, "output rank too large");
+  case MG_EIN_OUTPUT_UNKNOWN: return it_fail(c, n, "output label not in the inputs");
+  case MG_EIN_OUTPUT_REPEATED: return it_fail(c, n, "output label repeated");
+  case MG_EIN_LABEL_SIZES:
+    return it_fail(c, n, "label '%c' has sizes %lld and %lld", mg_einsum_letter(e.label), (long long)e.a,
+                   (long long)e.b);
   }
-  int olab[MG_ARRAY_MAX_RANK], no = 0;
-  if (arrow) {
-    int dummy;
-    no = ein_term(arrow + 2, strlen(arrow + 2), -1, ell, olab, &dummy);
-    if (no < 0) return it_fail(c, n, "bad output term");
-  } else {
-    for (int j = 0; j < ell; j++) olab[no++] = 52 + j;
-    for (int l = 0; l < 52 && no < MG_ARRAY_MAX_RANK; l++)
-      if (count[l] == 1) olab[no++] = l;
-  }
-  int isout[EIN_LABELS] = {0};
-  for (int i = 0; i < no; i++) {
-    if (ldim[olab[i]] < 0) {
-      if (olab[i] >= 52) ldim[olab[i]] = 1;
-      else return it_fail(c, n, "output label not in the inputs");
-    }
-    if (isout[olab[i]]) return it_fail(c, n, "output label repeated");
-    isout[olab[i]] = 1;
-  }
-  /* Loop labels: output labels, then summed ones. */
-  int all[EIN_LABELS], na = 0;
-  for (int i = 0; i < no; i++) all[na++] = olab[i];
-  for (int l = 0; l < EIN_LABELS; l++)
-    if (ldim[l] >= 0 && !isout[l]) all[na++] = l;
-  int64_t odims[MG_ARRAY_MAX_RANK], adims[EIN_LABELS], st[16][EIN_LABELS];
-  for (int i = 0; i < no; i++) odims[i] = ldim[olab[i]];
-  for (int i = 0; i < na; i++) adims[i] = ldim[all[i]];
-  for (int t = 0; t < ni; t++) {
-    int64_t own[MG_ARRAY_MAX_RANK];
-    it_strides(ts[t]->rank, ts[t]->dims, own);
-    for (int i = 0; i < na; i++) {
-      st[t][i] = 0;
-      for (int d = 0; d < nl[t]; d++)
-        if (lab[t][d] == all[i] && ts[t]->dims[d] != 1) st[t][i] += own[d];
-    }
-  }
+  const int no = p.no, na = p.na;
+  const int64_t *odims = p.out_dims, *adims = p.size;
   mg_dtype dt = ts[0]->dtype;
   mg_array *y = it_out(c, n, out, 0, dt, no, odims);
   if (!y) return -1;
   int flt = it_is_float(dt), rc = 0;
-  double *v[16] = {0}, *yf = NULL;
-  int64_t *vi[16] = {0}, *yi = NULL;
+  double *v[MG_EIN_MAX_OPS] = {0}, *yf = NULL;
+  int64_t *vi[MG_EIN_MAX_OPS] = {0}, *yi = NULL;
   int64_t onum = it_numel(y), snum = 1;
   for (int i = no; i < na; i++) snum *= adims[i];
   for (int t = 0; t < ni && !rc; t++)
@@ -443,7 +350,7 @@ static int einsum(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   if (!rc && !(flt ? (void *)(yf = mg_calloc((size_t)onum + 1, sizeof(double)))
                    : (void *)(yi = mg_calloc((size_t)onum + 1, sizeof(int64_t)))))
     rc = oom(c, n);
-  int64_t idx[EIN_LABELS] = {0}, off[16] = {0};
+  int64_t idx[MG_EIN_LABELS] = {0}, off[MG_EIN_MAX_OPS] = {0};
   for (int64_t o = 0; !rc && o < onum; o++) {
     double acc = 0;
     uint64_t acci = 0;
@@ -459,9 +366,9 @@ static int einsum(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
       }
       for (int d = na - 1; d >= no; d--) { /* advance the summed labels */
         idx[d]++;
-        for (int t = 0; t < ni; t++) off[t] += st[t][d];
+        for (int t = 0; t < ni; t++) off[t] += p.stride[t][d];
         if (idx[d] < adims[d]) break;
-        for (int t = 0; t < ni; t++) off[t] -= st[t][d] * adims[d];
+        for (int t = 0; t < ni; t++) off[t] -= p.stride[t][d] * adims[d];
         idx[d] = 0;
       }
     }
@@ -469,9 +376,9 @@ static int einsum(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
     else yi[o] = (int64_t)acci;
     for (int d = no - 1; d >= 0; d--) {
       idx[d]++;
-      for (int t = 0; t < ni; t++) off[t] += st[t][d];
+      for (int t = 0; t < ni; t++) off[t] += p.stride[t][d];
       if (idx[d] < adims[d]) break;
-      for (int t = 0; t < ni; t++) off[t] -= st[t][d] * adims[d];
+      for (int t = 0; t < ni; t++) off[t] -= p.stride[t][d] * adims[d];
       idx[d] = 0;
     }
   }

@@ -5,6 +5,7 @@
  * interp_resize.c. Spatial ranks 1 to 3 are supported; they are handled as 3-D
  * with leading unit dimensions. */
 #include "interp_nn.h"
+#include "window_geom.h"
 #include <math.h>
 #include <string.h>
 
@@ -54,25 +55,28 @@ static int64_t prod3(const int64_t *v) { return mul3(v[0], v[1], v[2]); }
 #define WIN_LIMIT ((int64_t)1 << 20)
 #define PAD_LIMIT ((int64_t)1 << 30)
 
-enum { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER };
+static const mg_win_limits win_limits = {WIN_LIMIT, PAD_LIMIT};
 
-/* n's auto_pad as a PAD_* mode; -1 (diagnosed) for an unknown value. */
-static int auto_pad(interp_ctx *c, const mg_node *n, int *mode) {
-  const char *s = mg_attr_str(n, "auto_pad", "NOTSET");
-  if (!strcmp(s, "NOTSET") || !*s) *mode = PAD_NOTSET;
-  else if (!strcmp(s, "VALID")) *mode = PAD_VALID;
-  else if (!strcmp(s, "SAME_UPPER")) *mode = PAD_SAME_UPPER;
-  else if (!strcmp(s, "SAME_LOWER")) *mode = PAD_SAME_LOWER;
-  else {
-    mg_error(c->d, UNSUPPORTED_ATTR, n->name, n->op_type, "auto_pad '%s'", s);
-    return -1;
+/* Records the auto_pad diagnostic for n; returns -1. */
+static int bad_auto_pad(interp_ctx *c, const mg_node *n) {
+  mg_error(c->d, UNSUPPORTED_ATTR, n->name, n->op_type, "auto_pad '%s'", mg_attr_str(n, "auto_pad", "NOTSET"));
+  return -1;
+}
+
+/* The shared window w right-aligned into g's SP slots (leading unit dims). */
+static void geom_from(const mg_window *w, geom *g) {
+  memset(g, 0, sizeof *g);
+  g->nd = w->nd;
+  for (int j = 0; j < SP; j++) g->in[j] = g->k[j] = g->s[j] = g->d[j] = g->out[j] = 1;
+  for (int i = 0, j = SP - w->nd; i < w->nd; i++, j++) {
+    g->in[j] = w->in[i], g->k[j] = w->k[i], g->s[j] = w->s[i], g->d[j] = w->d[i];
+    g->pb[j] = w->pb[i], g->pe[j] = w->pe[i], g->out[j] = w->out[i];
   }
-  return 0;
 }
 
 /* Reads n's strides, dilations, pads and auto_pad for nd spatial dims (input
- * sizes in, kernel k) and computes the output sizes; ceil_mode rounds them up as
- * the pools do (a window must still start inside the input or its begin pad). */
+ * sizes in, kernel k) and computes the output sizes (core/window_geom.h); ceil_mode
+ * rounds them up as the pools do. Returns 0, or -1 after a diagnostic. */
 static int geom_init(interp_ctx *c, const mg_node *n, int nd, const int64_t *in, const int64_t *k,
                      int ceil_mode, geom *g) {
   memset(g, 0, sizeof *g);
@@ -80,41 +84,19 @@ static int geom_init(interp_ctx *c, const mg_node *n, int nd, const int64_t *in,
     mg_error(c->d, LIMIT, n->name, n->op_type, "%d spatial dimensions (1 to 3 are supported)", nd);
     return -1;
   }
-  const int64_t *st, *dl, *pd;
-  size_t ns = mg_attr_ints(n, "strides", &st), ndl = mg_attr_ints(n, "dilations", &dl);
-  size_t np = mg_attr_ints(n, "pads", &pd);
-  if ((ns && ns != (size_t)nd) || (ndl && ndl != (size_t)nd) || (np && np != 2 * (size_t)nd))
-    return it_fail(c, n, "strides, dilations or pads do not match %d spatial dims", nd);
-  int mode;
-  if (auto_pad(c, n, &mode)) return -1;
-  g->nd = nd;
-  for (int j = 0; j < SP; j++) g->in[j] = g->k[j] = g->s[j] = g->d[j] = g->out[j] = 1;
-  for (int i = 0, j = SP - nd; i < nd; i++, j++) {
-    int64_t x = in[i], kk = k[i], s = ns ? st[i] : 1, d = ndl ? dl[i] : 1;
-    if (kk < 1 || s < 1 || d < 1) return it_fail(c, n, "kernel, strides and dilations must be positive");
-    if (kk > WIN_LIMIT || s > WIN_LIMIT || d > WIN_LIMIT)
-      return it_fail(c, n, "kernel, strides or dilations exceed %lld", (long long)WIN_LIMIT);
-    g->in[j] = x, g->k[j] = kk, g->s[j] = s, g->d[j] = d;
-    int64_t ek = (kk - 1) * d + 1;
-    if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-      int64_t o = (x + s - 1) / s, total = (o - 1) * s + ek - x;
-      if (total < 0) total = 0;
-      g->pb[j] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-      g->pe[j] = total - g->pb[j];
-      g->out[j] = o;
-      continue;
-    }
-    g->pb[j] = mode == PAD_NOTSET && np ? pd[i] : 0;
-    g->pe[j] = mode == PAD_NOTSET && np ? pd[i + nd] : 0;
-    if (g->pb[j] < 0 || g->pe[j] < 0) return it_fail(c, n, "negative pads are not supported");
-    if (g->pb[j] > PAD_LIMIT || g->pe[j] > PAD_LIMIT) return it_fail(c, n, "pads exceed %lld", (long long)PAD_LIMIT);
-    int64_t num = x + g->pb[j] + g->pe[j] - ek;
-    if (num < 0) return it_fail(c, n, "the kernel is larger than the padded input");
-    int64_t o = ceil_mode ? ceildiv(num, s) + 1 : num / s + 1;
-    if (ceil_mode && (o - 1) * s >= x + g->pb[j]) o--;
-    g->out[j] = o;
+  mg_window w;
+  switch (mg_window_init(n, nd, in, k, ceil_mode, &win_limits, &w)) {
+  case MG_WIN_OK: geom_from(&w, g); return 0;
+  case MG_WIN_ATTR_LENGTH: return it_fail(c, n, "strides, dilations or pads do not match %d spatial dims", nd);
+  case MG_WIN_AUTO_PAD: return bad_auto_pad(c, n);
+  case MG_WIN_NOT_POSITIVE: return it_fail(c, n, "kernel, strides and dilations must be positive");
+  case MG_WIN_TOO_LARGE:
+    return it_fail(c, n, "kernel, strides or dilations exceed %lld", (long long)WIN_LIMIT);
+  case MG_WIN_NEGATIVE_PAD: return it_fail(c, n, "negative pads are not supported");
+  case MG_WIN_PAD_TOO_LARGE: return it_fail(c, n, "pads exceed %lld", (long long)PAD_LIMIT);
+  case MG_WIN_EMPTY: break;
   }
-  return 0;
+  return it_fail(c, n, "the kernel is larger than the padded input");
 }
 
 /* The output index range [*lo, *hi) along one dim whose input position
@@ -327,48 +309,35 @@ static int conv_transpose(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rv
   double *x, *w, *b;
   if (conv_inputs(c, n, in, 1, &x, &w, &b)) return -1;
   const mg_array *xt = it_in(in, n, 0), *wt = it_in(in, n, 1);
-  int nd = xt->rank - 2, rc = 0, mode = 0;
+  int nd = xt->rank - 2, rc = 0;
   int64_t N = xt->dims[0], C = xt->dims[1], G = mg_attr_int(n, "group", 1), Mg = wt->dims[1];
   double *wtr = NULL, *cols = NULL, *y = NULL;
   geom g;
   memset(&g, 0, sizeof g);
-  const int64_t *st, *dl, *pd, *op, *osh;
-  size_t ns = mg_attr_ints(n, "strides", &st), ndl = mg_attr_ints(n, "dilations", &dl);
-  size_t np = mg_attr_ints(n, "pads", &pd), nop = mg_attr_ints(n, "output_padding", &op);
-  size_t nos = mg_attr_ints(n, "output_shape", &osh);
+  const int64_t *pd, *osh;
+  size_t np = mg_attr_ints(n, "pads", &pd), nos = mg_attr_ints(n, "output_shape", &osh);
   if (nos == (size_t)nd + 2) osh += 2, nos -= 2;
   if (G < 1 || G > (C > 1 ? C : 1) || C % G || wt->dims[0] != C)
     rc = it_fail(c, n, "W's first dim must equal X's channels, divisible by group");
   else if (nd > SP)
     mg_error(c->d, LIMIT, n->name, n->op_type, "%d spatial dimensions (1 to 3 are supported)", nd), rc = -1;
-  else if ((ns && ns != (size_t)nd) || (ndl && ndl != (size_t)nd) || (np && np != 2 * (size_t)nd) ||
-           (nop && nop != (size_t)nd) || (nos && nos != (size_t)nd))
-    rc = it_fail(c, n, "strides, dilations, pads, output_padding or output_shape do not match %d dims", nd);
   if (!rc) rc = check_kernel_shape(c, n, nd, wt->dims + 2);
-  if (!rc) rc = auto_pad(c, n, &mode);
-  for (int j = 0; j < SP; j++) g.in[j] = g.k[j] = g.s[j] = g.d[j] = g.out[j] = 1;
-  for (int i = 0, j = SP - nd; i < nd && !rc; i++, j++) {
-    int64_t s = ns ? st[i] : 1, d = ndl ? dl[i] : 1, kk = wt->dims[2 + i], o = nop ? op[i] : 0;
-    if (s < 1 || d < 1 || s > WIN_LIMIT || d > WIN_LIMIT || o < 0 || o > WIN_LIMIT ||
-        (nos && (osh[i] < 0 || osh[i] > ((int64_t)1 << 40))) ||
-        (np && (pd[i] < -PAD_LIMIT || pd[i] > PAD_LIMIT || pd[i + nd] < -PAD_LIMIT || pd[i + nd] > PAD_LIMIT))) {
+  /* this interpreter's own bounds on output_shape and on pads in every mode */
+  for (int i = 0; i < nd && !rc; i++)
+    if ((nos == (size_t)nd && (osh[i] < 0 || osh[i] > ((int64_t)1 << 40))) ||
+        (np == 2 * (size_t)nd && (pd[i] < -PAD_LIMIT || pd[i] > PAD_LIMIT || pd[i + nd] < -PAD_LIMIT || pd[i + nd] > PAD_LIMIT)))
       rc = it_fail(c, n, "strides, dilations, output_padding, output_shape or pads out of range");
+  mg_window tw;
+  if (!rc) switch (mg_window_transpose(n, nd, xt->dims + 2, wt->dims + 2, &win_limits, &tw)) {
+    case MG_WIN_OK: geom_from(&tw, &g); break;
+    case MG_WIN_ATTR_LENGTH:
+      rc = it_fail(c, n, "strides, dilations, pads, output_padding or output_shape do not match %d dims", nd);
       break;
+    case MG_WIN_AUTO_PAD: rc = bad_auto_pad(c, n); break;
+    case MG_WIN_EMPTY: rc = it_fail(c, n, "negative output size"); break;
+    default: rc = it_fail(c, n, "strides, dilations, output_padding, output_shape or pads out of range");
     }
-    g.in[j] = xt->dims[2 + i], g.k[j] = kk, g.s[j] = s, g.d[j] = d;
-    int64_t full = s * (g.in[j] - 1) + o + (kk - 1) * d + 1;
-    if (nos || mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-      g.out[j] = nos ? osh[i] : g.in[j] * s;
-      int64_t total = full - g.out[j]; /* negative: the output grows at the end */
-      g.pb[j] = mode == PAD_SAME_UPPER ? floordiv(total, 2) : total - floordiv(total, 2);
-      g.pe[j] = total - g.pb[j];
-    } else {
-      g.pb[j] = mode == PAD_NOTSET && np ? pd[i] : 0;
-      g.pe[j] = mode == PAD_NOTSET && np ? pd[i + nd] : 0;
-      g.out[j] = full - g.pb[j] - g.pe[j];
-    }
-    if (g.out[j] < 0) rc = it_fail(c, n, "negative output size");
-  }
+  if (rc) geom_from(&(mg_window){.nd = 0}, &g);
   int64_t M = rc ? 0 : Mg * G, Cg = G > 0 ? C / G : 1, ks = prod3(g.k), is = prod3(g.in), os = prod3(g.out);
   int64_t rows = Mg * ks, yd[MG_ARRAY_MAX_RANK];
   int64_t grows = g.in[0] * g.in[1], step = chunk_rows(rows, g.in[2], grows);

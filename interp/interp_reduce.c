@@ -10,24 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Normalises axis against rank (negative counts from the end) into *out; -1 after
- * a diagnostic when it is out of range. */
-static int norm_axis(interp_ctx *c, const mg_node *n, int64_t axis, int rank, int *out) {
-  if (axis < -rank || axis >= rank)
-    return it_fail(c, n, "axis %lld is out of range for rank %d", (long long)axis, rank);
-  *out = (int)(axis < 0 ? axis + rank : axis);
-  return 0;
-}
-
-/* Splits x's dims around axis: the product before it, its length, the product after
- * it. Element (o, j, i) is at flat index (o * len + j) * inner + i. */
-static void split_dims(const mg_array *x, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
-  *outer = 1, *inner = 1;
-  for (int d = 0; d < axis; d++) *outer *= x->dims[d];
-  for (int d = axis + 1; d < x->rank; d++) *inner *= x->dims[d];
-  *len = x->rank ? x->dims[axis] : 1;
-}
-
 /* For every element of x, the flat index of its group when the axes flagged in red
  * are reduced away (groups are numbered in row-major order of the kept axes, which
  * is the output order with or without keepdims). Returns a new array or NULL after
@@ -118,7 +100,7 @@ static int reduce_axes(interp_ctx *c, const mg_node *n, const mg_array *x, const
   }
   for (int i = 0; i < na; i++) {
     int a = 0;
-    if (norm_axis(c, n, axes[i], x->rank, &a)) return -1;
+    if (it_norm_axis(c, n, axes[i], x->rank, &a)) return -1;
     if (red[a]) return it_fail(c, n, "axis %lld is repeated", (long long)axes[i]);
     red[a] = 1;
   }
@@ -233,9 +215,9 @@ static int arg_extreme(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalu
   const mg_array *x = it_in(in, n, 0);
   if (!x) return it_fail(c, n, "missing input");
   int axis = 0, r = x->rank ? x->rank : 1;
-  if (norm_axis(c, n, mg_attr_int(n, "axis", 0), r, &axis)) return -1;
+  if (it_norm_axis(c, n, mg_attr_int(n, "axis", 0), r, &axis)) return -1;
   int64_t outer, len, inner;
-  split_dims(x, axis, &outer, &len, &inner);
+  it_split_dims(x, axis, &outer, &len, &inner);
   if (len == 0 && outer * inner > 0) return it_fail(c, n, "%s of an empty axis", n->op_type);
   int keep = mg_attr_int(n, "keepdims", 1) != 0, last = mg_attr_int(n, "select_last_index", 0) != 0;
   int orank = 0;
@@ -274,13 +256,13 @@ static int cumsum(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   if (it_numel(ax) != 1) return it_fail(c, n, "axis must hold one value");
   if (x->rank == 0) return it_fail(c, n, "input must have rank >= 1");
   int axis = 0;
-  if (norm_axis(c, n, it_get_i64(ax, 0), x->rank, &axis)) return -1;
+  if (it_norm_axis(c, n, it_get_i64(ax, 0), x->rank, &axis)) return -1;
   mg_array *y = it_out(c, n, out, 0, x->dtype, x->rank, x->dims);
   if (!y) return -1;
   int excl = mg_attr_int(n, "exclusive", 0) != 0, rev = mg_attr_int(n, "reverse", 0) != 0;
   int flt = it_is_float(x->dtype);
   int64_t outer, len, inner;
-  split_dims(x, axis, &outer, &len, &inner);
+  it_split_dims(x, axis, &outer, &len, &inner);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       double af = 0;
@@ -310,11 +292,11 @@ static int softmax(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **
   const mg_array *x = it_in(in, n, 0);
   if (!x) return it_fail(c, n, "missing input");
   int axis = 0, r = x->rank ? x->rank : 1;
-  if (norm_axis(c, n, mg_attr_int(n, "axis", -1), r, &axis)) return -1;
+  if (it_norm_axis(c, n, mg_attr_int(n, "axis", -1), r, &axis)) return -1;
   mg_array *y = it_out(c, n, out, 0, x->dtype, x->rank, x->dims);
   if (!y) return -1;
   int64_t outer, len, inner;
-  split_dims(x, axis, &outer, &len, &inner);
+  it_split_dims(x, axis, &outer, &len, &inner);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       int64_t base = o * len * inner + i, arg = -1;
@@ -347,11 +329,11 @@ static int lp_norm(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **
     return -1;
   }
   int axis = 0, r = x->rank ? x->rank : 1;
-  if (norm_axis(c, n, mg_attr_int(n, "axis", -1), r, &axis)) return -1;
+  if (it_norm_axis(c, n, mg_attr_int(n, "axis", -1), r, &axis)) return -1;
   mg_array *y = it_out(c, n, out, 0, x->dtype, x->rank, x->dims);
   if (!y) return -1;
   int64_t outer, len, inner;
-  split_dims(x, axis, &outer, &len, &inner);
+  it_split_dims(x, axis, &outer, &len, &inner);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       int64_t base = o * len * inner + i;
@@ -380,7 +362,7 @@ static int lrn(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out)
   mg_array *y = it_out(c, n, out, 0, x->dtype, x->rank, x->dims);
   if (!y) return -1;
   int64_t outer, ch, inner;
-  split_dims(x, 1, &outer, &ch, &inner);
+  it_split_dims(x, 1, &outer, &ch, &inner);
   int64_t lo = (size - 1) / 2, hi = size / 2; /* floor and ceil of (size-1)/2 */
   for (int64_t o = 0; o < outer; o++)
     for (int64_t cc = 0; cc < ch; cc++)
@@ -410,7 +392,7 @@ static int mvn(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **out)
   int red[MG_ARRAY_MAX_RANK] = {0};
   for (size_t i = 0; i < na; i++) {
     int a = 0;
-    if (norm_axis(c, n, axes[i], x->rank, &a)) return -1;
+    if (it_norm_axis(c, n, axes[i], x->rank, &a)) return -1;
     red[a] = 1;
   }
   mg_array *y = it_out(c, n, out, 0, x->dtype, x->rank, x->dims);

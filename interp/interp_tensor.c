@@ -7,20 +7,12 @@
  * double, so int64 and every other dtype come through bit-exact. Only the ops that
  * compute (scatter reductions, Range, comparisons for TopK/Unique) read values. */
 #include "interp_internal.h"
+#include "slice_geom.h"
+#include "pad_geom.h"
 #include <math.h>
 #include <string.h>
 
 enum { WALK_MAX = 2 * MG_ARRAY_MAX_RANK };
-
-/* Address of element k (data may be unaligned: only memcpy through it). */
-static unsigned char *ptr(const mg_array *t, int64_t k) {
-  return (unsigned char *)t->data + (size_t)k * mg_dtype_size(t->dtype);
-}
-
-/* Copies cnt elements from src element si to dst element di (same dtype). */
-static void copy_elems(mg_array *dst, int64_t di, const mg_array *src, int64_t si, int64_t cnt) {
-  if (cnt > 0) memcpy(ptr(dst, di), ptr(src, si), (size_t)cnt * mg_dtype_size(src->dtype));
-}
 
 /* Fills y, in row-major order of the walk shape dims[0..rank) (whose element count
  * is y's), from x's elements at base + sum(coord[d] * istr[d]). Transpose, Slice,
@@ -39,37 +31,6 @@ static void walk_copy(mg_array *y, const mg_array *x, int rank, const int64_t *d
       coord[d] = 0;
     }
   }
-}
-
-/* Normalises axis against rank into *out; -1 after a diagnostic if out of range. */
-static int norm_axis(interp_ctx *c, const mg_node *n, int64_t axis, int rank, int *out) {
-  if (axis < -rank || axis >= rank)
-    return it_fail(c, n, "axis %lld is out of range for rank %d", (long long)axis, rank);
-  *out = (int)(axis < 0 ? axis + rank : axis);
-  return 0;
-}
-
-/* Reads a one-element integer input into *v; -1 after a diagnostic otherwise. */
-static int scalar_int(interp_ctx *c, const mg_node *n, const mg_array *t, const char *what, int64_t *v) {
-  if (!t || it_numel(t) != 1) return it_fail(c, n, "%s must hold exactly one value", what);
-  *v = it_get_i64(t, 0);
-  return 0;
-}
-
-/* Reads a 1-D int vector input of at most MG_ARRAY_MAX_RANK values. */
-static int int_list(interp_ctx *c, const mg_node *n, const mg_array *t, const char *what, int64_t *v) {
-  int k = it_ints(t, v, MG_ARRAY_MAX_RANK);
-  if (k < 0) return it_fail(c, n, "%s must be a 1-D tensor of at most %d values", what, MG_ARRAY_MAX_RANK);
-  return k;
-}
-
-/* x's dims around axis (rank >= 1): the product before it, its length, the product
- * after it; element (o, j, i) is at (o * len + j) * inner + i. */
-static void split_dims(const mg_array *x, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
-  *outer = 1, *inner = 1;
-  for (int d = 0; d < axis; d++) *outer *= x->dims[d];
-  for (int d = axis + 1; d < x->rank; d++) *inner *= x->dims[d];
-  *len = x->dims[axis];
 }
 
 /* Shape: the dims [start, end) of the input as int64 (negative bounds count from
@@ -95,7 +56,7 @@ static int reshaped(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalu
   if (!y) return -1;
   if (it_numel(y) != it_numel(x)) return it_fail(c, n, "cannot reshape %lld elements to %lld",
                                                   (long long)it_numel(x), (long long)it_numel(y));
-  copy_elems(y, 0, x, 0, it_numel(x));
+  it_copy_elems(y, 0, x, 0, it_numel(x));
   return 0;
 }
 
@@ -103,7 +64,7 @@ static int reshaped(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalu
  * is a real 0); one -1 is inferred from the element count. */
 static int reshape(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   int64_t dims[MG_ARRAY_MAX_RANK], known = 1;
-  int r = int_list(c, n, it_in(in, n, 1), "shape", dims), infer = -1;
+  int r = it_int_list(c, n, it_in(in, n, 1), "shape", dims), infer = -1;
   if (r < 0) return -1;
   int allowzero = mg_attr_int(n, "allowzero", 0) != 0;
   for (int i = 0; i < r; i++) {
@@ -141,11 +102,11 @@ static int squeeze(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue
   const mg_array *ax = it_in(in, n, 1);
   if (ax) {
     int64_t axes[MG_ARRAY_MAX_RANK];
-    int na = int_list(c, n, ax, "axes", axes);
+    int na = it_int_list(c, n, ax, "axes", axes);
     if (na < 0) return -1;
     for (int i = 0; i < na; i++) {
       int a = 0;
-      if (norm_axis(c, n, axes[i], x->rank, &a)) return -1;
+      if (it_norm_axis(c, n, axes[i], x->rank, &a)) return -1;
       if (x->dims[a] != 1)
         return it_fail(c, n, "cannot squeeze axis %d of size %lld", a, (long long)x->dims[a]);
       drop[a] = 1;
@@ -163,13 +124,13 @@ static int squeeze(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue
  * from the output's end); repeated axes are an error. */
 static int unsqueeze(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   int64_t axes[MG_ARRAY_MAX_RANK], dims[MG_ARRAY_MAX_RANK];
-  int na = int_list(c, n, it_in(in, n, 1), "axes", axes);
+  int na = it_int_list(c, n, it_in(in, n, 1), "axes", axes);
   if (na < 0) return -1;
   int r = x->rank + na, ins[MG_ARRAY_MAX_RANK] = {0};
   if (r > MG_ARRAY_MAX_RANK) return it_fail(c, n, "output rank %d is too large", r);
   for (int i = 0; i < na; i++) {
     int a = 0;
-    if (norm_axis(c, n, axes[i], r, &a)) return -1;
+    if (it_norm_axis(c, n, axes[i], r, &a)) return -1;
     if (ins[a]) return it_fail(c, n, "axis %lld is repeated", (long long)axes[i]);
     ins[a] = 1;
   }
@@ -202,7 +163,7 @@ static int concat(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   if (!mg_node_attr(n, "axis")) return it_fail(c, n, "missing axis attribute");
   int axis = 0;
   if (x0->rank == 0) return it_fail(c, n, "cannot concatenate scalars");
-  if (norm_axis(c, n, mg_attr_int(n, "axis", 0), x0->rank, &axis)) return -1;
+  if (it_norm_axis(c, n, mg_attr_int(n, "axis", 0), x0->rank, &axis)) return -1;
   int64_t dims[MG_ARRAY_MAX_RANK];
   memcpy(dims, x0->dims, sizeof dims);
   dims[axis] = 0;
@@ -218,12 +179,12 @@ static int concat(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   mg_array *y = it_out(c, n, out, 0, x0->dtype, x0->rank, dims);
   if (!y) return -1;
   int64_t outer, len, inner, pos = 0;
-  split_dims(y, axis, &outer, &len, &inner);
+  it_split_dims(y, axis, &outer, &len, &inner);
   for (int64_t o = 0; o < outer; o++)
     for (int i = 0; i < n->n_in; i++) {
       const mg_array *t = it_in(in, n, i);
       int64_t blk = t->dims[axis] * inner;
-      copy_elems(y, pos, t, o * blk, blk);
+      it_copy_elems(y, pos, t, o * blk, blk);
       pos += blk;
     }
   return 0;
@@ -235,10 +196,10 @@ static int concat(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
 static int split(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   int axis = 0, no = n->n_out;
   if (x->rank == 0) return it_fail(c, n, "cannot split a scalar");
-  if (norm_axis(c, n, mg_attr_int(n, "axis", 0), x->rank, &axis)) return -1;
+  if (it_norm_axis(c, n, mg_attr_int(n, "axis", 0), x->rank, &axis)) return -1;
   const mg_array *sp = it_in(in, n, 1);
   int64_t outer, len, inner;
-  split_dims(x, axis, &outer, &len, &inner);
+  it_split_dims(x, axis, &outer, &len, &inner);
   int64_t *sizes = mg_malloc(sizeof(int64_t) * (size_t)(no + 1));
   if (!sizes) return it_fail(c, n, "out of memory");
   int rc = 0;
@@ -272,7 +233,7 @@ static int split(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
     mg_array *y = it_out(c, n, out, i, x->dtype, x->rank, dims);
     if (!y) rc = -1;
     for (int64_t o = 0; o < outer && !rc; o++)
-      copy_elems(y, o * sizes[i] * inner, x, (o * len + start) * inner, sizes[i] * inner);
+      it_copy_elems(y, o * sizes[i] * inner, x, (o * len + start) * inner, sizes[i] * inner);
   }
   mg_free(sizes);
   return rc;
@@ -283,13 +244,13 @@ static int split(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
  * negative steps clamp start to [0, dim-1] and end to [-1, dim-1]. */
 static int slice(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   int64_t st[MG_ARRAY_MAX_RANK], en[MG_ARRAY_MAX_RANK], ax[MG_ARRAY_MAX_RANK], sp[MG_ARRAY_MAX_RANK];
-  int ns = int_list(c, n, it_in(in, n, 1), "starts", st);
-  int ne = ns < 0 ? -1 : int_list(c, n, it_in(in, n, 2), "ends", en);
+  int ns = it_int_list(c, n, it_in(in, n, 1), "starts", st);
+  int ne = ns < 0 ? -1 : it_int_list(c, n, it_in(in, n, 2), "ends", en);
   if (ns < 0 || ne < 0) return -1;
   if (ns != ne) return it_fail(c, n, "starts and ends differ in length");
   int r = x->rank;
   if (it_in(in, n, 3)) {
-    int na = int_list(c, n, it_in(in, n, 3), "axes", ax);
+    int na = it_int_list(c, n, it_in(in, n, 3), "axes", ax);
     if (na < 0) return -1;
     if (na != ns) return it_fail(c, n, "axes length differs from starts");
   } else {
@@ -297,7 +258,7 @@ static int slice(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
     for (int i = 0; i < ns; i++) ax[i] = i;
   }
   if (it_in(in, n, 4)) {
-    int nsp = int_list(c, n, it_in(in, n, 4), "steps", sp);
+    int nsp = it_int_list(c, n, it_in(in, n, 4), "steps", sp);
     if (nsp < 0) return -1;
     if (nsp != ns) return it_fail(c, n, "steps length differs from starts");
   } else {
@@ -308,21 +269,10 @@ static int slice(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
   for (int d = 0; d < r; d++) start[d] = 0, step[d] = 1, dims[d] = x->dims[d];
   for (int i = 0; i < ns; i++) {
     int a = 0;
-    if (norm_axis(c, n, ax[i], r, &a)) return -1;
+    if (it_norm_axis(c, n, ax[i], r, &a)) return -1;
     if (seen[a]++) return it_fail(c, n, "axis %lld is repeated", (long long)ax[i]);
-    int64_t dim = x->dims[a], s = st[i], e = en[i], k = sp[i], cnt;
-    if (k == 0) return it_fail(c, n, "step cannot be 0");
-    if (s < 0) s += dim;
-    if (e < 0) e += dim;
-    if (k > 0) {
-      s = s < 0 ? 0 : s > dim ? dim : s;
-      e = e < 0 ? 0 : e > dim ? dim : e;
-      cnt = e > s ? (e - s - 1) / k + 1 : 0;
-    } else {
-      s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-      e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-      cnt = s > e ? (int64_t)((uint64_t)(s - e - 1) / (0 - (uint64_t)k)) + 1 : 0;
-    }
+    int64_t s, k = sp[i], cnt;
+    if (mg_slice_axis(x->dims[a], st[i], en[i], k, &s, &cnt)) return it_fail(c, n, "step cannot be 0");
     start[a] = s, dims[a] = cnt;
     step[a] = cnt > 1 ? k : 0; /* a single element never steps (and huge steps would overflow) */
   }
@@ -343,15 +293,14 @@ static int slice(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
  * crop first; the non-constant modes then extend the cropped tensor. */
 static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   const char *mode = mg_attr_str(n, "mode", "constant");
-  int m = !strcmp(mode, "constant") ? 0 : !strcmp(mode, "reflect") ? 1 : !strcmp(mode, "edge") ? 2
-          : !strcmp(mode, "wrap") ? 3 : -1;
+  int m = mg_pad_mode(mode);
   if (m < 0) {
     mg_error(c->d, UNSUPPORTED_ATTR, n->name, n->op_type, "pad mode '%s'", mode);
     return -1;
   }
   int r = x->rank, na = r;
   int64_t axes[MG_ARRAY_MAX_RANK], pb[MG_ARRAY_MAX_RANK] = {0}, pe[MG_ARRAY_MAX_RANK] = {0};
-  if (it_in(in, n, 3) && (na = int_list(c, n, it_in(in, n, 3), "axes", axes)) < 0) return -1;
+  if (it_in(in, n, 3) && (na = it_int_list(c, n, it_in(in, n, 3), "axes", axes)) < 0) return -1;
   if (!it_in(in, n, 3))
     for (int i = 0; i < r; i++) axes[i] = i;
   const mg_array *pads = it_in(in, n, 1);
@@ -360,7 +309,7 @@ static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **i
   int seen[MG_ARRAY_MAX_RANK] = {0};
   for (int i = 0; i < na; i++) {
     int a = 0;
-    if (norm_axis(c, n, axes[i], r, &a)) return -1;
+    if (it_norm_axis(c, n, axes[i], r, &a)) return -1;
     if (seen[a]++) return it_fail(c, n, "axis %lld is repeated", (long long)axes[i]);
     pb[a] = it_get_i64(pads, i), pe[a] = it_get_i64(pads, na + i);
   }
@@ -372,9 +321,8 @@ static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **i
       return it_fail(c, n, "pads out of range for axis %d", d);
     dims[d] = dim + pb[d] + pe[d];
     if (dims[d] < 0) return it_fail(c, n, "pads crop axis %d below zero", d);
-    cs[d] = pb[d] < 0 ? -pb[d] : 0;               /* cropped region start */
-    cl[d] = dim - cs[d] - (pe[d] < 0 ? -pe[d] : 0); /* and length */
-    if (m && cl[d] == 0 && dims[d] > 0) return it_fail(c, n, "mode %s cannot pad an empty axis", mode);
+    mg_pad_crop(dim, pb[d], pe[d], &cs[d], &cl[d]); /* the cropped region */
+    if (m != MG_PADM_CONSTANT && cl[d] == 0 && dims[d] > 0) return it_fail(c, n, "mode %s cannot pad an empty axis", mode);
     total += dims[d];
   }
   mg_array *y = it_out(c, n, out, 0, x->dtype, r, dims);
@@ -390,19 +338,8 @@ static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **i
     mp[d] = map + at;
     int64_t L = cl[d], lead = pb[d] > 0 ? pb[d] : 0;
     for (int64_t o = 0; o < dims[d]; o++) {
-      int64_t t = o - lead;
-      if (t < 0 || t >= L) {
-        if (m == 0) t = -1 - cs[d];
-        else if (m == 2) t = t < 0 ? 0 : L - 1;
-        else if (m == 3) t = ((t % L) + L) % L;
-        else if (L == 1) t = 0;
-        else {
-          int64_t p = 2 * (L - 1);
-          t = ((t % p) + p) % p;
-          if (t >= L) t = p - t;
-        }
-      }
-      mp[d][o] = cs[d] + t;
+      int64_t t = mg_pad_source(m, o, lead, L);
+      mp[d][o] = t < 0 ? -1 : cs[d] + t;
     }
   }
   it_strides(r, x->dims, xs);
@@ -415,8 +352,8 @@ static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **i
       if (v < 0) outside = 1;
       off += v * xs[d];
     }
-    if (!outside) copy_elems(y, i, x, off, 1);
-    else if (cv && it_numel(cv) > 0) copy_elems(y, i, cv, 0, 1);
+    if (!outside) it_copy_elems(y, i, x, off, 1);
+    else if (cv && it_numel(cv) > 0) it_copy_elems(y, i, cv, 0, 1);
     for (int d = r - 1; d >= 0; d--) {
       if (++coord[d] < dims[d]) break;
       coord[d] = 0;
@@ -430,7 +367,7 @@ static int pad(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **i
 static int tile(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   int64_t rep[MG_ARRAY_MAX_RANK], dims[MG_ARRAY_MAX_RANK], xs[MG_ARRAY_MAX_RANK];
   int64_t wd[WALK_MAX], ws[WALK_MAX];
-  int nr = int_list(c, n, it_in(in, n, 1), "repeats", rep);
+  int nr = it_int_list(c, n, it_in(in, n, 1), "repeats", rep);
   if (nr < 0) return -1;
   if (nr != x->rank) return it_fail(c, n, "repeats has %d values for rank %d", nr, x->rank);
   it_strides(x->rank, x->dims, xs);
@@ -449,7 +386,7 @@ static int tile(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **
 /* Expand: numpy-broadcasts x against the shape of input 1. */
 static int expand(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   mg_array shape = {0};
-  int ns = int_list(c, n, it_in(in, n, 1), "shape", shape.dims);
+  int ns = it_int_list(c, n, it_in(in, n, 1), "shape", shape.dims);
   if (ns < 0) return -1;
   shape.rank = ns;
   for (int i = 0; i < ns; i++)
@@ -465,437 +402,6 @@ static int expand(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue 
   return 0;
 }
 
-/* Index v into an axis of size dim (negatives count from the end); -1 after a
- * diagnostic when out of range. */
-static int fix_index(interp_ctx *c, const mg_node *n, int64_t v, int64_t dim, int64_t *out) {
-  if (v < -dim || v >= dim)
-    return it_fail(c, n, "index %lld is out of range for a dim of %lld", (long long)v, (long long)dim);
-  *out = v < 0 ? v + dim : v;
-  return 0;
-}
-
-/* Gather along axis: out = data[:axis] + indices.shape + data[axis+1:]. */
-static int gather(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
-  const mg_array *ind = it_in(in, n, 1);
-  if (!ind) return it_fail(c, n, "missing indices");
-  if (x->rank == 0) return it_fail(c, n, "cannot gather from a scalar");
-  int axis = 0, r = 0;
-  if (norm_axis(c, n, mg_attr_int(n, "axis", 0), x->rank, &axis)) return -1;
-  if (x->rank - 1 + ind->rank > MG_ARRAY_MAX_RANK) return it_fail(c, n, "output rank too large");
-  int64_t dims[MG_ARRAY_MAX_RANK], outer, len, inner, ni = it_numel(ind);
-  for (int d = 0; d < axis; d++) dims[r++] = x->dims[d];
-  for (int d = 0; d < ind->rank; d++) dims[r++] = ind->dims[d];
-  for (int d = axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
-  split_dims(x, axis, &outer, &len, &inner);
-  mg_array *y = it_out(c, n, out, 0, x->dtype, r, dims);
-  if (!y) return -1;
-  for (int64_t j = 0; j < ni; j++) {
-    int64_t v = 0;
-    if (fix_index(c, n, it_get_i64(ind, j), len, &v)) return -1;
-    for (int64_t o = 0; o < outer; o++) copy_elems(y, (o * ni + j) * inner, x, (o * len + v) * inner, inner);
-  }
-  return 0;
-}
-
-enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
-
-/* The scatter reduction attribute; -1 after a diagnostic for an unknown one. */
-static int scatter_reduction(interp_ctx *c, const mg_node *n) {
-  const char *s = mg_attr_str(n, "reduction", "none");
-  static const char *const names[] = {"none", "add", "mul", "max", "min"};
-  for (int i = 0; i < 5; i++)
-    if (!strcmp(s, names[i])) return i;
-  mg_error(c->d, UNSUPPORTED_ATTR, n->name, n->op_type, "reduction '%s'", s);
-  return -1;
-}
-
-/* y[yi] = y[yi] (reduction) u[ui]; none copies the bytes. Floats combine in double,
- * integers in int64 (wrapping; uint64 compares unsigned). */
-static void scatter_one(mg_array *y, int64_t yi, const mg_array *u, int64_t ui, int red) {
-  if (red == RED_NONE) {
-    copy_elems(y, yi, u, ui, 1);
-    return;
-  }
-  if (it_is_float(y->dtype)) {
-    double a = it_get_f64(y, yi), b = it_get_f64(u, ui);
-    double r = red == RED_ADD ? a + b : red == RED_MUL ? a * b : red == RED_MAX ? (isnan(a) || a >= b ? a : b)
-                                                                             : (isnan(a) || a <= b ? a : b);
-    it_set_f64(y, yi, r);
-    return;
-  }
-  int64_t a = it_get_i64(y, yi), b = it_get_i64(u, ui), r;
-  int gt = y->dtype == MG_U64 ? (uint64_t)a > (uint64_t)b : a > b;
-  if (red == RED_ADD) r = (int64_t)((uint64_t)a + (uint64_t)b);
-  else if (red == RED_MUL) r = (int64_t)((uint64_t)a * (uint64_t)b);
-  else if (red == RED_MAX) r = gt ? a : b;
-  else r = gt ? b : a;
-  it_set_i64(y, yi, r);
-}
-
-/* GatherElements / ScatterElements: element e of indices (same rank as data, and no
- * larger on the other axes) addresses data at e's coordinates with the axis one
- * replaced by the index value. Scatter copies data and applies updates (shaped as
- * indices) in order. */
-static int elements(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
-  const mg_array *ind = it_in(in, n, 1), *upd = it_in(in, n, 2);
-  int scatter = n->op == MG_OP_ScatterElements, axis = 0, red = 0;
-  if (!ind || (scatter && !upd)) return it_fail(c, n, "missing input");
-  if (ind->rank != x->rank || x->rank == 0) return it_fail(c, n, "indices must have data's rank (>= 1)");
-  if (norm_axis(c, n, mg_attr_int(n, "axis", 0), x->rank, &axis)) return -1;
-  for (int d = 0; d < x->rank; d++)
-    if (d != axis && ind->dims[d] > x->dims[d]) return it_fail(c, n, "indices dim %d exceeds data's", d);
-  if (scatter) {
-    if (upd->dtype != x->dtype || upd->rank != ind->rank ||
-        memcmp(upd->dims, ind->dims, sizeof(int64_t) * (size_t)ind->rank))
-      return it_fail(c, n, "updates must match indices in shape and data in dtype");
-    if ((red = scatter_reduction(c, n)) < 0) return -1;
-  }
-  mg_array *y = scatter ? it_out(c, n, out, 0, x->dtype, x->rank, x->dims)
-                        : it_out(c, n, out, 0, x->dtype, ind->rank, ind->dims);
-  if (!y) return -1;
-  if (scatter) copy_elems(y, 0, x, 0, it_numel(x));
-  int64_t xs[MG_ARRAY_MAX_RANK], coord[MG_ARRAY_MAX_RANK] = {0}, k = it_numel(ind);
-  it_strides(x->rank, x->dims, xs);
-  for (int64_t i = 0; i < k; i++) {
-    int64_t v = 0, off = 0;
-    if (fix_index(c, n, it_get_i64(ind, i), x->dims[axis], &v)) return -1;
-    for (int d = 0; d < x->rank; d++) off += (d == axis ? v : coord[d]) * xs[d];
-    if (scatter) scatter_one(y, off, upd, i, red);
-    else copy_elems(y, i, x, off, 1);
-    for (int d = x->rank - 1; d >= 0; d--) {
-      if (++coord[d] < ind->dims[d]) break;
-      coord[d] = 0;
-    }
-  }
-  return 0;
-}
-
-/* GatherND with batch_dims b: each index tuple (indices' last dim, k) picks a slice
- * data[batch][i0..ik-1] of shape data.dims[b+k:]. */
-static int gather_nd(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
-  const mg_array *ind = it_in(in, n, 1);
-  if (!ind) return it_fail(c, n, "missing indices");
-  int64_t b = mg_attr_int(n, "batch_dims", 0);
-  int q = ind->rank, r = x->rank;
-  if (q < 1 || r < 1 || b < 0 || b >= q || b >= r) return it_fail(c, n, "bad ranks or batch_dims");
-  int64_t kk = ind->dims[q - 1];
-  if (kk < 0 || kk > r - b) return it_fail(c, n, "index tuples of %lld exceed data's rank", (long long)kk);
-  int k = (int)kk, orank = 0;
-  if (q - 1 + r - (int)b - k > MG_ARRAY_MAX_RANK) return it_fail(c, n, "output rank too large");
-  int64_t dims[MG_ARRAY_MAX_RANK], nb = 1, ni = 1, inner = 1, ds = 1, st[MG_ARRAY_MAX_RANK];
-  for (int d = 0; d < b; d++) {
-    if (ind->dims[d] != x->dims[d]) return it_fail(c, n, "batch dims of data and indices differ");
-    nb *= x->dims[d];
-  }
-  for (int d = 0; d < q - 1; d++) dims[orank++] = ind->dims[d];
-  for (int d = (int)b; d < q - 1; d++) ni *= ind->dims[d];
-  for (int d = (int)b + k; d < r; d++) dims[orank++] = x->dims[d], inner *= x->dims[d];
-  for (int d = (int)b; d < r; d++) ds *= x->dims[d];
-  for (int j = k - 1; j >= 0; j--) /* element strides of the indexed axes within a batch */
-    st[j] = j == k - 1 ? inner : st[j + 1] * x->dims[b + j + 1];
-  mg_array *y = it_out(c, n, out, 0, x->dtype, orank, dims);
-  if (!y) return -1;
-  for (int64_t bb = 0; bb < nb; bb++)
-    for (int64_t t = 0; t < ni; t++) {
-      int64_t off = 0, row = bb * ni + t;
-      for (int j = 0; j < k; j++) {
-        int64_t v = 0;
-        if (fix_index(c, n, it_get_i64(ind, row * k + j), x->dims[b + j], &v)) return -1;
-        off += v * st[j];
-      }
-      copy_elems(y, row * inner, x, bb * ds + off, inner);
-    }
-  return 0;
-}
-
-/* ScatterND: a copy of data where each index tuple (indices' last dim k) receives
- * the matching slice of updates (shape indices.dims[:-1] + data.dims[k:]),
- * combined by the reduction; tuples apply in order. */
-static int scatter_nd(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
-  const mg_array *ind = it_in(in, n, 1), *upd = it_in(in, n, 2);
-  if (!ind || !upd) return it_fail(c, n, "missing input");
-  int q = ind->rank, r = x->rank, red = scatter_reduction(c, n);
-  if (red < 0) return -1;
-  if (q < 1 || ind->dims[q - 1] > r) return it_fail(c, n, "bad indices shape");
-  int k = (int)ind->dims[q - 1];
-  if (upd->dtype != x->dtype || upd->rank != q - 1 + r - k)
-    return it_fail(c, n, "updates have the wrong rank or dtype");
-  for (int d = 0; d < q - 1; d++)
-    if (upd->dims[d] != ind->dims[d]) return it_fail(c, n, "updates' shape does not match indices");
-  for (int d = k; d < r; d++)
-    if (upd->dims[q - 1 + d - k] != x->dims[d]) return it_fail(c, n, "updates' shape does not match data");
-  mg_array *y = it_out(c, n, out, 0, x->dtype, r, x->dims);
-  if (!y) return -1;
-  copy_elems(y, 0, x, 0, it_numel(x));
-  int64_t xs[MG_ARRAY_MAX_RANK], ni = 1, inner = 1;
-  it_strides(r, x->dims, xs);
-  for (int d = 0; d < q - 1; d++) ni *= ind->dims[d];
-  for (int d = k; d < r; d++) inner *= x->dims[d];
-  for (int64_t t = 0; t < ni; t++) {
-    int64_t off = 0;
-    for (int j = 0; j < k; j++) {
-      int64_t v = 0;
-      if (fix_index(c, n, it_get_i64(ind, t * k + j), x->dims[j], &v)) return -1;
-      off += v * xs[j];
-    }
-    for (int64_t e = 0; e < inner; e++) scatter_one(y, off + e, upd, t * inner + e, red);
-  }
-  return 0;
-}
-
-/* Compress: keeps the slices along axis (or the elements of the flattened input
- * when axis is absent) whose condition entry is true. A condition shorter than the
- * axis drops the rest; a true entry beyond its end is an error. */
-static int compress(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
-  const mg_array *cond = it_in(in, n, 1);
-  if (!cond || cond->rank != 1) return it_fail(c, n, "condition must be 1-D");
-  int has_axis = mg_node_attr(n, "axis") != NULL, axis = 0;
-  int64_t outer = 1, len = it_numel(x), inner = 1, cl = it_numel(cond), kept = 0;
-  if (has_axis) {
-    if (norm_axis(c, n, mg_attr_int(n, "axis", 0), x->rank, &axis)) return -1;
-    split_dims(x, axis, &outer, &len, &inner);
-  }
-  for (int64_t j = 0; j < cl; j++)
-    if (it_get_i64(cond, j)) {
-      if (j >= len) return it_fail(c, n, "condition selects index %lld beyond the axis", (long long)j);
-      kept++;
-    }
-  int64_t dims[MG_ARRAY_MAX_RANK];
-  memcpy(dims, x->dims, sizeof dims);
-  dims[axis] = kept;
-  mg_array *y =
-      has_axis ? it_out(c, n, out, 0, x->dtype, x->rank, dims) : it_out(c, n, out, 0, x->dtype, 1, &kept);
-  if (!y) return -1;
-  int64_t pos = 0;
-  for (int64_t o = 0; o < outer; o++)
-    for (int64_t j = 0; j < cl && j < len; j++)
-      if (it_get_i64(cond, j)) {
-        copy_elems(y, pos, x, (o * len + j) * inner, inner);
-        pos += inner;
-      }
-  return 0;
-}
-
-/* Whether element k is nonzero (NaN counts; -0.0 does not). */
-static int nonzero_at(const mg_array *x, int64_t k) {
-  return it_is_float(x->dtype) ? it_get_f64(x, k) != 0 : it_get_i64(x, k) != 0;
-}
-
-/* NonZero: [rank, count] int64 coordinates of the nonzero elements in row-major
- * order; a scalar counts as rank 1, as numpy does. */
-static int nonzero(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **out) {
-  int64_t k = it_numel(x), cnt = 0;
-  int r = x->rank ? x->rank : 1;
-  for (int64_t i = 0; i < k; i++) cnt += nonzero_at(x, i);
-  int64_t dims[2] = {r, cnt}, coord[MG_ARRAY_MAX_RANK] = {0}, at = 0;
-  mg_array *y = it_out(c, n, out, 0, MG_I64, 2, dims);
-  if (!y) return -1;
-  for (int64_t i = 0; i < k; i++) {
-    if (nonzero_at(x, i)) {
-      for (int d = 0; d < r; d++) it_set_i64(y, d * cnt + at, coord[d]);
-      at++;
-    }
-    for (int d = x->rank - 1; d >= 0; d--) {
-      if (++coord[d] < x->dims[d]) break;
-      coord[d] = 0;
-    }
-  }
-  return 0;
-}
-
-/* Sort keys: values of one dtype class read once, so comparisons are cheap. */
-typedef struct {
-  const double *f; /* float data, or NULL */
-  const int64_t *i; /* integer data */
-  int uns;          /* uint64: compare unsigned */
-  int64_t width;    /* elements compared per item (Unique along an axis) */
-  int64_t stride;   /* distance between consecutive items' element runs */
-  int64_t step;     /* distance between an item's elements */
-} sort_keys;
-
-/* Total order on one element: NaN above everything and equal to NaN. */
-static int cmp_elem(const sort_keys *s, int64_t a, int64_t b) {
-  if (s->f) {
-    double x = s->f[a], y = s->f[b];
-    if (isnan(x) || isnan(y)) return isnan(x) - isnan(y);
-    return (x > y) - (x < y);
-  }
-  int64_t x = s->i[a], y = s->i[b];
-  if (s->uns) return ((uint64_t)x > (uint64_t)y) - ((uint64_t)x < (uint64_t)y);
-  return (x > y) - (x < y);
-}
-
-/* Lexicographic order of items a and b (Unique's slices; TopK's single values). */
-static int cmp_item(const sort_keys *s, int64_t a, int64_t b) {
-  for (int64_t e = 0; e < s->width; e++) {
-    int r = cmp_elem(s, a * s->stride + e * s->step, b * s->stride + e * s->step);
-    if (r) return r;
-  }
-  return 0;
-}
-
-/* Stable merge sort of v[0..cnt) by cmp_item, descending when desc; equal items
- * keep their order, so ties resolve to the lower index. */
-static int merge_sort(interp_ctx *c, const mg_node *n, int64_t *v, int64_t cnt, const sort_keys *s, int desc) {
-  int64_t *tmp = mg_malloc(sizeof(int64_t) * (size_t)(cnt ? cnt : 1));
-  if (!tmp) return it_fail(c, n, "out of memory");
-  for (int64_t w = 1; w < cnt; w *= 2) {
-    for (int64_t lo = 0; lo < cnt; lo += 2 * w) {
-      int64_t mid = lo + w < cnt ? lo + w : cnt, hi = lo + 2 * w < cnt ? lo + 2 * w : cnt;
-      int64_t a = lo, b = mid, o = lo;
-      while (a < mid && b < hi) {
-        int r = cmp_item(s, v[a], v[b]);
-        tmp[o++] = (desc ? r >= 0 : r <= 0) ? v[a++] : v[b++];
-      }
-      while (a < mid) tmp[o++] = v[a++];
-      while (b < hi) tmp[o++] = v[b++];
-    }
-    memcpy(v, tmp, sizeof(int64_t) * (size_t)cnt);
-  }
-  mg_free(tmp);
-  return 0;
-}
-
-/* Reads all of x as sort keys (doubles for floats, int64 otherwise); NULL on OOM. */
-static void *read_keys(interp_ctx *c, const mg_node *n, const mg_array *x, sort_keys *s) {
-  memset(s, 0, sizeof *s);
-  s->uns = x->dtype == MG_U64;
-  if (it_is_float(x->dtype)) return (void *)(s->f = it_f64(c, n, x));
-  return (void *)(s->i = it_i64(c, n, x));
-}
-
-/* TopK: the k largest (or smallest) values along axis with their int64 indices,
- * ordered best first; equal values keep the lower index first. NaN ranks above
- * every number. The output is always sorted (allowed when sorted=0). */
-static int topk(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
-  int axis = 0;
-  int64_t k = 0, outer, len, inner;
-  if (scalar_int(c, n, it_in(in, n, 1), "K", &k)) return -1;
-  if (x->rank == 0) return it_fail(c, n, "input must have rank >= 1");
-  if (norm_axis(c, n, mg_attr_int(n, "axis", -1), x->rank, &axis)) return -1;
-  split_dims(x, axis, &outer, &len, &inner);
-  if (k < 0 || k > len)
-    return it_fail(c, n, "K = %lld is out of range for an axis of %lld", (long long)k, (long long)len);
-  int64_t dims[MG_ARRAY_MAX_RANK];
-  memcpy(dims, x->dims, sizeof dims);
-  dims[axis] = k;
-  mg_array *v = it_out(c, n, out, 0, x->dtype, x->rank, dims);
-  if (!v && out[0]) return -1;
-  mg_array *ix = it_out(c, n, out, 1, MG_I64, x->rank, dims);
-  if (!ix && n->n_out > 1 && out[1]) return -1;
-  sort_keys s;
-  void *keys = read_keys(c, n, x, &s);
-  int64_t *order = mg_malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
-  if (!keys || !order) {
-    mg_free(keys), mg_free(order);
-    return it_fail(c, n, "out of memory");
-  }
-  int desc = mg_attr_int(n, "largest", 1) != 0, rc = 0;
-  s.width = 1, s.stride = inner, s.step = 0;
-  for (int64_t o = 0; o < outer && !rc; o++)
-    for (int64_t i = 0; i < inner && !rc; i++) {
-      int64_t base = o * len * inner + i;
-      sort_keys sl = s;
-      if (sl.f) sl.f += base;
-      else sl.i += base;
-      for (int64_t j = 0; j < len; j++) order[j] = j;
-      rc = merge_sort(c, n, order, len, &sl, desc);
-      for (int64_t j = 0; j < k && !rc; j++) {
-        int64_t at = (o * k + j) * inner + i;
-        if (v) copy_elems(v, at, x, base + order[j] * inner, 1);
-        if (ix) it_set_i64(ix, at, order[j]);
-      }
-    }
-  mg_free(keys), mg_free(order);
-  return rc;
-}
-
-/* Unique over the flattened input, or over slices along axis. Outputs (any may be
- * omitted): Y the unique values/slices, sorted ascending (lexicographically for
- * slices) or in order of first occurrence when sorted=0; indices of each one's
- * first occurrence; inverse_indices mapping every input item to its Y position;
- * counts. */
-static int unique(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **out) {
-  int has_axis = mg_node_attr(n, "axis") != NULL, axis = 0;
-  int64_t outer = 1, len = it_numel(x), inner = 1;
-  if (has_axis) {
-    if (norm_axis(c, n, mg_attr_int(n, "axis", 0), x->rank, &axis)) return -1;
-    split_dims(x, axis, &outer, &len, &inner);
-  }
-  sort_keys s;
-  void *keys = read_keys(c, n, x, &s);
-  size_t cap = (size_t)(len ? len : 1);
-  int64_t *order = mg_malloc(sizeof(int64_t) * cap), *grp = mg_malloc(sizeof(int64_t) * cap);
-  int64_t *first = mg_malloc(sizeof(int64_t) * cap), *cnt = mg_malloc(sizeof(int64_t) * cap);
-  int64_t *pos = mg_malloc(sizeof(int64_t) * cap);
-  int rc = 0;
-  if (!keys || !order || !grp || !first || !cnt || !pos) rc = it_fail(c, n, "out of memory");
-  /* Item j's elements are (o, j, i) for all o, i, compared in (o, i) order. With
-   * outer == 1 they lie contiguously at j*inner; otherwise they are first gathered
-   * into a contiguous run per item. */
-  s.stride = inner, s.step = 1, s.width = inner;
-  int64_t u = 0;
-  if (!rc) {
-    for (int64_t j = 0; j < len; j++) order[j] = j;
-    if (outer > 1) {
-      /* Regroup so that item j's elements are contiguous: keys2[j][o*inner + i]. */
-      size_t tot = (size_t)(outer * len * inner);
-      void *k2 = mg_malloc((s.f ? sizeof(double) : sizeof(int64_t)) * (tot ? tot : 1));
-      if (!k2) rc = it_fail(c, n, "out of memory");
-      for (int64_t o = 0; o < outer && !rc; o++)
-        for (int64_t j = 0; j < len; j++)
-          for (int64_t i = 0; i < inner; i++) {
-            int64_t from = (o * len + j) * inner + i, to = j * outer * inner + o * inner + i;
-            if (s.f) ((double *)k2)[to] = s.f[from];
-            else ((int64_t *)k2)[to] = s.i[from];
-          }
-      if (!rc) {
-        mg_free(keys);
-        keys = k2;
-        if (s.f) s.f = k2;
-        else s.i = k2;
-        s.stride = s.width = outer * inner;
-      }
-    }
-  }
-  if (!rc) rc = merge_sort(c, n, order, len, &s, 0);
-  if (!rc) {
-    for (int64_t t = 0; t < len; t++) {
-      if (t == 0 || cmp_item(&s, order[t - 1], order[t])) first[u] = order[t], cnt[u++] = 0;
-      grp[order[t]] = u - 1;
-      cnt[u - 1]++;
-    }
-    /* pos[g]: where group g lands in Y. */
-    if (mg_attr_int(n, "sorted", 1)) {
-      for (int64_t g = 0; g < u; g++) pos[g] = g;
-    } else {
-      int64_t next = 0;
-      for (int64_t j = 0; j < len; j++)
-        if (first[grp[j]] == j) pos[grp[j]] = next++;
-    }
-    int64_t dims[MG_ARRAY_MAX_RANK];
-    memcpy(dims, x->dims, sizeof dims);
-    dims[axis] = u;
-    mg_array *y = NULL, *oi = NULL, *inv = NULL, *oc = NULL;
-    if (out[0] && !(y = has_axis ? it_out(c, n, out, 0, x->dtype, x->rank, dims)
-                                 : it_out(c, n, out, 0, x->dtype, 1, &u)))
-      rc = -1;
-    if (!rc && n->n_out > 1 && out[1] && !(oi = it_out(c, n, out, 1, MG_I64, 1, &u))) rc = -1;
-    if (!rc && n->n_out > 2 && out[2] && !(inv = it_out(c, n, out, 2, MG_I64, 1, &len))) rc = -1;
-    if (!rc && n->n_out > 3 && out[3] && !(oc = it_out(c, n, out, 3, MG_I64, 1, &u))) rc = -1;
-    for (int64_t g = 0; g < u && !rc; g++) {
-      if (y)
-        for (int64_t o = 0; o < outer; o++)
-          copy_elems(y, (o * u + pos[g]) * inner, x, (o * len + first[g]) * inner, inner);
-      if (oi) it_set_i64(oi, pos[g], first[g]);
-      if (oc) it_set_i64(oc, pos[g], cnt[g]);
-    }
-    for (int64_t j = 0; j < len && inv && !rc; j++) it_set_i64(inv, j, pos[grp[j]]);
-  }
-  mg_free(keys), mg_free(order), mg_free(grp), mg_free(first), mg_free(cnt), mg_free(pos);
-  return rc;
-}
-
 /* OneHot: a new axis of size depth holding values[1] at each index (negative ones
  * count from depth) and values[0] elsewhere; out-of-range indices give a row of
  * off values. */
@@ -907,7 +413,7 @@ static int onehot(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue 
   if (depth < 0) return it_fail(c, n, "negative depth");
   int r = x->rank + 1, axis = 0;
   if (r > MG_ARRAY_MAX_RANK) return it_fail(c, n, "output rank too large");
-  if (norm_axis(c, n, mg_attr_int(n, "axis", -1), r, &axis)) return -1;
+  if (it_norm_axis(c, n, mg_attr_int(n, "axis", -1), r, &axis)) return -1;
   int64_t dims[MG_ARRAY_MAX_RANK], outer = 1, inner = 1;
   for (int d = 0, s = 0; d < r; d++) dims[d] = d == axis ? depth : x->dims[s++];
   for (int d = 0; d < axis; d++) outer *= x->dims[d];
@@ -915,13 +421,13 @@ static int onehot(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue 
   mg_array *y = it_out(c, n, out, 0, vals->dtype, r, dims);
   if (!y) return -1;
   int64_t k = it_numel(y);
-  for (int64_t i = 0; i < k; i++) copy_elems(y, i, vals, 0, 1);
+  for (int64_t i = 0; i < k; i++) it_copy_elems(y, i, vals, 0, 1);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       int64_t e = o * inner + i;
       int64_t v = it_get_i64(x, e);
       if (v < 0) v += depth;
-      if (v >= 0 && v < depth) copy_elems(y, (o * depth + v) * inner + i, vals, 1, 1);
+      if (v >= 0 && v < depth) it_copy_elems(y, (o * depth + v) * inner + i, vals, 1, 1);
     }
   return 0;
 }
@@ -969,7 +475,7 @@ static int space_depth(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rv
  * two axes, zeroing the rest; k is input 1 (default 0). */
 static int trilu(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **in, mg_rvalue **out) {
   int64_t k = 0;
-  if (it_in(in, n, 1) && scalar_int(c, n, it_in(in, n, 1), "k", &k)) return -1;
+  if (it_in(in, n, 1) && it_scalar_int(c, n, it_in(in, n, 1), "k", &k)) return -1;
   if (x->rank < 2) return it_fail(c, n, "input must have rank >= 2");
   int upper = mg_attr_int(n, "upper", 1) != 0;
   mg_array *y = it_out(c, n, out, 0, x->dtype, x->rank, x->dims);
@@ -979,7 +485,7 @@ static int trilu(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue *
     for (int64_t i = 0; i < R; i++)
       for (int64_t j = 0; j < C; j++) {
         int keep = upper ? j - i >= k : j - i <= k;
-        if (keep) copy_elems(y, (m * R + i) * C + j, x, (m * R + i) * C + j, 1);
+        if (keep) it_copy_elems(y, (m * R + i) * C + j, x, (m * R + i) * C + j, 1);
       }
   return 0;
 }
@@ -1005,7 +511,7 @@ static int reverse_seq(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rv
       int64_t src = t < L ? L - 1 - t : t;
       int64_t yo = (ta == 0 ? t * B + b : b * T + t) * inner,
               xo = (ta == 0 ? src * B + b : b * T + src) * inner;
-      copy_elems(y, yo, x, xo, inner);
+      it_copy_elems(y, yo, x, xo, inner);
     }
   }
   return 0;
@@ -1032,7 +538,7 @@ static int eyelike(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue
  * the one-element `value` attribute (default float32 0). */
 static int const_of_shape(interp_ctx *c, const mg_node *n, const mg_array *x, mg_rvalue **out) {
   int64_t dims[MG_ARRAY_MAX_RANK];
-  int r = int_list(c, n, x, "shape", dims);
+  int r = it_int_list(c, n, x, "shape", dims);
   if (r < 0) return -1;
   for (int i = 0; i < r; i++)
     if (dims[i] < 0) return it_fail(c, n, "negative dim %lld", (long long)dims[i]);
@@ -1053,7 +559,7 @@ static int const_of_shape(interp_ctx *c, const mg_node *n, const mg_array *x, mg
   int64_t k = it_numel(y);
   size_t es = mg_dtype_size(dt);
   if (val)
-    for (int64_t i = 0; i < k; i++) memcpy(ptr(y, i), val, es);
+    for (int64_t i = 0; i < k; i++) memcpy(it_elem_ptr(y, i), val, es);
   return 0;
 }
 
@@ -1094,7 +600,7 @@ static int center_crop_pad(interp_ctx *c, const mg_node *n, const mg_array *x, m
                            mg_rvalue **out) {
   int64_t tgt[MG_ARRAY_MAX_RANK], dims[MG_ARRAY_MAX_RANK];
   int64_t xoff[MG_ARRAY_MAX_RANK] = {0}, yoff[MG_ARRAY_MAX_RANK] = {0}; /* crop and pad offsets */
-  int nt = int_list(c, n, it_in(in, n, 1), "shape", tgt), r = x->rank;
+  int nt = it_int_list(c, n, it_in(in, n, 1), "shape", tgt), r = x->rank;
   if (nt < 0) return -1;
   const int64_t *axes = NULL;
   size_t na = mg_attr_ints(n, "axes", &axes);
@@ -1104,7 +610,7 @@ static int center_crop_pad(interp_ctx *c, const mg_node *n, const mg_array *x, m
   int seen[MG_ARRAY_MAX_RANK] = {0};
   for (int i = 0; i < nt; i++) {
     int a = i;
-    if (has && norm_axis(c, n, axes[i], r, &a)) return -1;
+    if (has && it_norm_axis(c, n, axes[i], r, &a)) return -1;
     if (seen[a]++) return it_fail(c, n, "axis repeated");
     if (tgt[i] < 0) return it_fail(c, n, "negative target length");
     dims[a] = tgt[i];
@@ -1122,7 +628,7 @@ static int center_crop_pad(interp_ctx *c, const mg_node *n, const mg_array *x, m
   for (int64_t i = 0; i < tot; i++) {
     int64_t xo = 0, yo = 0;
     for (int d = 0; d < r; d++) xo += (coord[d] + xoff[d]) * xs[d], yo += (coord[d] + yoff[d]) * ys[d];
-    copy_elems(y, yo, x, xo, 1);
+    it_copy_elems(y, yo, x, xo, 1);
     for (int d = r - 1; d >= 0; d--) {
       if (++coord[d] < ov[d]) break;
       coord[d] = 0;
@@ -1183,14 +689,9 @@ int interp_tensor(interp_ctx *c, const mg_node *n, mg_rvalue **in, mg_rvalue **o
   case MG_OP_Pad: return pad(c, n, x, in, out);
   case MG_OP_Tile: return tile(c, n, x, in, out);
   case MG_OP_Expand: return expand(c, n, x, in, out);
-  case MG_OP_Gather: return gather(c, n, x, in, out);
-  case MG_OP_GatherElements: case MG_OP_ScatterElements: return elements(c, n, x, in, out);
-  case MG_OP_GatherND: return gather_nd(c, n, x, in, out);
-  case MG_OP_ScatterND: return scatter_nd(c, n, x, in, out);
-  case MG_OP_Compress: return compress(c, n, x, in, out);
-  case MG_OP_NonZero: return nonzero(c, n, x, out);
-  case MG_OP_TopK: return topk(c, n, x, in, out);
-  case MG_OP_Unique: return unique(c, n, x, out);
+  case MG_OP_Gather: case MG_OP_GatherElements: case MG_OP_ScatterElements: case MG_OP_GatherND:
+  case MG_OP_ScatterND: case MG_OP_Compress: case MG_OP_NonZero: case MG_OP_TopK: case MG_OP_Unique:
+    return interp_tensor_index(c, n, x, in, out);
   case MG_OP_OneHot: return onehot(c, n, x, in, out);
   case MG_OP_DepthToSpace: case MG_OP_SpaceToDepth: return space_depth(c, n, x, out);
   case MG_OP_Trilu: return trilu(c, n, x, in, out);

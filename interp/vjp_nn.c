@@ -3,11 +3,11 @@
  * normalisations (BatchNormalization in inference form with gradients to every
  * input, LayerNormalization, GroupNormalization, InstanceNormalization).
  *
- * The window geometry is re-derived here from the attributes and the actual input
- * and output shapes (the forward output fixes ceil_mode's rounding), with the
- * same padding rules as the interpreter's geom_init. */
+ * The window geometry is the forward op's (core/window_geom.h), with the output
+ * sizes taken from the forward output (which fixes ceil_mode's rounding). */
 #include "vjp.h"
 #include "interp_nn.h"
+#include "window_geom.h"
 #include <math.h>
 #include <string.h>
 
@@ -17,32 +17,23 @@ typedef struct {
   int64_t in[SP], out[SP], k[SP], s[SP], d[SP], pb[SP], pe[SP];
 } window;
 
-/* The window of node n over x (rank >= 3) producing y, kernel k[nd]. */
+/* The window of node n over x (rank >= 3) producing y, kernel k[nd]: the pads as
+ * core/window_geom.h computes them for the forward op, the output sizes y's. */
 static int window_init(const vjp_args *a, const mg_array *x, const mg_array *y, const int64_t *k,
                        window *w) {
   const mg_node *n = a->n;
   int nd = x->rank - 2;
   if (nd < 1 || nd > SP || y->rank != x->rank) return vjp_unsupported(a, "%d spatial dimensions", nd);
-  const int64_t *st, *dl, *pd;
-  size_t ns = mg_attr_ints(n, "strides", &st), ndl = mg_attr_ints(n, "dilations", &dl);
-  size_t np = mg_attr_ints(n, "pads", &pd);
-  const char *ap = mg_attr_str(n, "auto_pad", "NOTSET");
-  int same_upper = !strcmp(ap, "SAME_UPPER"), same_lower = !strcmp(ap, "SAME_LOWER");
-  int valid = !strcmp(ap, "VALID");
-  if (!same_upper && !same_lower && !valid && strcmp(ap, "NOTSET") && *ap)
-    return vjp_unsupported(a, "auto_pad '%s'", ap);
+  /* the forward op has checked the attributes against its own limits */
+  const mg_win_limits any = {INT64_MAX, INT64_MAX};
+  mg_window g;
+  mg_win_status st = mg_window_init(n, nd, x->dims + 2, k, 0, &any, &g);
+  if (st == MG_WIN_AUTO_PAD) return vjp_unsupported(a, "auto_pad '%s'", mg_attr_str(n, "auto_pad", "NOTSET"));
+  if (st != MG_WIN_OK) return vjp_fail(a, "the window does not fit the input");
   for (int j = 0; j < SP; j++) w->in[j] = w->out[j] = w->k[j] = w->s[j] = w->d[j] = 1, w->pb[j] = w->pe[j] = 0;
   for (int i = 0, j = SP - nd; i < nd; i++, j++) {
-    w->in[j] = x->dims[2 + i], w->out[j] = y->dims[2 + i], w->k[j] = k[i];
-    w->s[j] = ns == (size_t)nd ? st[i] : 1, w->d[j] = ndl == (size_t)nd ? dl[i] : 1;
-    if (same_upper || same_lower) {
-      int64_t ek = (w->k[j] - 1) * w->d[j] + 1, total = (w->out[j] - 1) * w->s[j] + ek - w->in[j];
-      if (total < 0) total = 0;
-      w->pb[j] = same_upper ? total / 2 : total - total / 2;
-      w->pe[j] = total - w->pb[j];
-    } else if (!valid && np == 2 * (size_t)nd) {
-      w->pb[j] = pd[i], w->pe[j] = pd[i + nd];
-    }
+    w->in[j] = g.in[i], w->out[j] = y->dims[2 + i], w->k[j] = g.k[i];
+    w->s[j] = g.s[i], w->d[j] = g.d[i], w->pb[j] = g.pb[i], w->pe[j] = g.pe[i];
   }
   return 0;
 }

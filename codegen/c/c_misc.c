@@ -3,11 +3,12 @@
  * ConstantOfShape, Einsum and Det. The quantisation ops are in c_quant.c.
  *
  * Geometry is decided here from the static shapes: the losses' [N, C, D] view,
- * Einsum's loop labels with one stride per operand and label. Semantics follow the
+ * Einsum's loop nest from core/einsum_geom.h. Semantics follow the
  * reference interpreter (interp/interp_misc.c, interp_linalg.c, interp_tensor.c);
  * whatever it would reject, or this backend cannot reproduce exactly, is reported
  * with cg_unsupported. */
 #include "cg.h"
+#include "einsum_geom.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,12 +16,6 @@
 
 /* Whether t is a float dtype the runtime computes (float32/64, float16, bfloat16). */
 static int is_float(mg_dtype t) { return t == MG_F32 || t == MG_F64 || t == MG_F16 || t == MG_BF16; }
-
-/* Row-major element strides of dims. */
-static void strides_of(int rank, const int64_t *dims, int64_t *st) {
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) st[d] = s, s *= dims[d];
-}
 
 /* Registers the runtime files of this family (misc.c reads through tensor.c). */
 static void need_misc(cg_ctx *c) {
@@ -187,139 +182,52 @@ int cg_emit_ConstantOfShape(cg_ctx *c, const mg_node *n) {
 
 /* ---------------------------------------------------------------- Einsum */
 
-enum { EIN_OPS = 8, EIN_LETTERS = 52, EIN_LABELS = EIN_LETTERS + MG_MAX_RANK, EIN_NEST = 64 };
+enum { EIN_OPS = 8, EIN_NEST = 64 };
 
-/* A letter's label: A-Z 0..25, a-z 26..51; -1 for anything else. */
-static int ein_label(char ch) {
-  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-  if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-  return -1;
-}
-
-/* Parses one term of len chars into labels; an ellipsis becomes labels 52 + ell -
- * k + j for its k dims (right-aligned among the ell broadcast dims; k = rank -
- * letters, or ell when rank < 0). Returns the label count, or -1. */
-static int ein_term(const char *s, size_t len, int rank, int ell, int *labels) {
-  int cnt = 0, letters = 0, seen_ell = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] == '.') continue;
-    if (ein_label(s[i]) < 0) return -1;
-    letters++;
-  }
-  for (size_t i = 0; i < len;) {
-    if (s[i] == '.') {
-      int k = rank < 0 ? ell : rank - letters;
-      if (len - i < 3 || s[i + 1] != '.' || s[i + 2] != '.' || seen_ell) return -1;
-      if (k < 0 || k > ell || cnt + k > MG_MAX_RANK) return -1;
-      seen_ell = 1;
-      for (int j = 0; j < k; j++) labels[cnt++] = EIN_LETTERS + ell - k + j;
-      i += 3;
-      continue;
-    }
-    if (cnt >= MG_MAX_RANK) return -1;
-    labels[cnt++] = ein_label(s[i++]);
-  }
-  return cnt;
-}
-
-/* The end of the term starting at `start` of the lhs (its comma or lhs_len). */
-static size_t term_end(const char *eq, size_t start, size_t lhs_len) {
-  size_t e = start;
-  while (e < lhs_len && eq[e] != ',') e++;
-  return e;
-}
-
-/* Einsum: the equation parsed here into a loop nest (output labels, then the summed
- * labels in label order) with one stride per operand and label; mg_einsum runs it. */
+/* Einsum: the equation planned by core/einsum_geom.h into a loop nest (output
+ * labels, then the summed labels in label order) with one stride per operand and
+ * label; mg_einsum runs it. */
 int cg_emit_Einsum(cg_ctx *c, const mg_node *n) {
-  const char *eq0 = mg_attr_str(n, "equation", NULL);
+  const char *eq = mg_attr_str(n, "equation", NULL);
   const mg_value *y = n->out[0];
-  char eq[512];
-  size_t L = 0, start = 0, end = 0;
   const int ni = n->n_in;
-  int lab[EIN_OPS][MG_MAX_RANK], nl[EIN_OPS], ell = 0, count[EIN_LABELS] = {0};
-  int64_t ldim[EIN_LABELS], dims[EIN_OPS][MG_MAX_RANK];
-  if (!eq0) return cg_unsupported(c, n, "missing equation");
+  int rank[EIN_OPS];
+  int64_t dims[EIN_OPS][MG_MAX_RANK];
+  const int64_t *dp[EIN_OPS];
+  if (!eq) return cg_unsupported(c, n, "missing equation");
   if (ni < 1 || ni > EIN_OPS) return cg_unsupported(c, n, "%d operands (1 to %d supported)", ni, EIN_OPS);
-  for (const char *p = eq0; *p; p++) {
-    if (*p == ' ') continue;
-    if (L + 1 >= sizeof eq) return cg_unsupported(c, n, "equation is too long");
-    eq[L++] = *p;
-  }
-  eq[L] = 0;
-  const char *arrow = strstr(eq, "->");
-  const size_t lhs_len = arrow ? (size_t)(arrow - eq) : L;
   const mg_dtype t = n->in[0] ? n->in[0]->dtype : MG_UNDEFINED;
   if (!is_float(t) && !mg_dtype_is_int(t)) return cg_unsupported(c, n, "dtype %s", mg_dtype_name(t));
   if (!y || y->dtype != t) return cg_unsupported(c, n, "output dtype differs");
-  /* first pass: the terms and the ellipsis width */
   for (int k = 0; k < ni; k++) {
-    int letters = 0, dots = 0, r;
     if (!n->in[k] || n->in[k]->dtype != t) return cg_unsupported(c, n, "operand %d missing or of another dtype", k);
-    r = cg_dims(n->in[k], dims[k]);
-    end = term_end(eq, start, lhs_len);
-    if (k < ni - 1 && end >= lhs_len) return cg_unsupported(c, n, "equation has fewer terms than inputs");
-    for (size_t i = start; i < end; i++) eq[i] == '.' ? dots++ : letters++;
-    if (dots && r - letters > ell) ell = r - letters;
-    start = end + 1;
+    rank[k] = cg_dims(n->in[k], dims[k]);
+    dp[k] = dims[k];
   }
-  if (end != lhs_len) return cg_unsupported(c, n, "equation has more terms than inputs");
-  for (int l = 0; l < EIN_LABELS; l++) ldim[l] = -1;
-  start = 0;
-  for (int k = 0; k < ni; k++) {
-    const int r = cg_dims(n->in[k], dims[k]);
-    end = term_end(eq, start, lhs_len);
-    nl[k] = ein_term(eq + start, end - start, r, ell, lab[k]);
-    if (nl[k] != r) return cg_unsupported(c, n, "term %d does not match input rank %d", k, r);
-    for (int d = 0; d < r; d++) {
-      const int l = lab[k][d];
-      count[l]++;
-      if (ldim[l] < 0 || ldim[l] == 1) ldim[l] = dims[k][d];
-      else if (dims[k][d] != ldim[l] && !(l >= EIN_LETTERS && dims[k][d] == 1))
-        return cg_unsupported(c, n, "a label has sizes %lld and %lld", (long long)ldim[l], (long long)dims[k][d]);
-    }
-    start = end + 1;
+  mg_einsum_geom p;
+  mg_ein_error e;
+  switch (mg_einsum_plan(eq, ni, rank, dp, &p, &e)) {
+  case MG_EIN_OK: break;
+  case MG_EIN_TOO_LONG: return cg_unsupported(c, n, "equation is too long");
+  case MG_EIN_OPERANDS:
+  case MG_EIN_FEWER_TERMS: return cg_unsupported(c, n, "equation has fewer terms than inputs");
+  case MG_EIN_MORE_TERMS: return cg_unsupported(c, n, "equation has more terms than inputs");
+  case MG_EIN_TERM_RANK: return cg_unsupported(c, n, "term %d does not match input rank %d", e.term, rank[e.term]);
+  case MG_EIN_BAD_OUTPUT: return cg_unsupported(c, n, "bad output term");
+  case MG_EIN_OUTPUT_RANK: return cg_unsupported(c, n, "output rank too large");
+  case MG_EIN_OUTPUT_UNKNOWN: return cg_unsupported(c, n, "output label not in the inputs");
+  case MG_EIN_OUTPUT_REPEATED: return cg_unsupported(c, n, "output label repeated");
+  case MG_EIN_LABEL_SIZES:
+    return cg_unsupported(c, n, "a label has sizes %lld and %lld", (long long)e.a, (long long)e.b);
   }
-  int olab[MG_MAX_RANK], no = 0, isout[EIN_LABELS] = {0};
-  if (arrow) {
-    no = ein_term(arrow + 2, strlen(arrow + 2), -1, ell, olab);
-    if (no < 0) return cg_unsupported(c, n, "bad output term");
-  } else {
-    for (int j = 0; j < ell; j++) olab[no++] = EIN_LETTERS + j;
-    for (int l = 0; l < EIN_LETTERS; l++)
-      if (count[l] == 1) {
-        if (no >= MG_MAX_RANK) return cg_unsupported(c, n, "output rank too large");
-        olab[no++] = l;
-      }
-  }
-  for (int i = 0; i < no; i++) {
-    if (ldim[olab[i]] < 0) {
-      if (olab[i] < EIN_LETTERS) return cg_unsupported(c, n, "output label not in the inputs");
-      ldim[olab[i]] = 1;
-    }
-    if (isout[olab[i]]++) return cg_unsupported(c, n, "output label repeated");
-  }
-  /* the nest: output labels, then the summed ones */
-  int all[EIN_LABELS], na = 0;
-  int64_t adims[EIN_NEST], st[EIN_OPS * EIN_NEST], yd[MG_MAX_RANK];
-  for (int i = 0; i < no; i++) all[na++] = olab[i];
-  for (int l = 0; l < EIN_LABELS; l++)
-    if (ldim[l] >= 0 && !isout[l]) all[na++] = l;
+  const int no = p.no, na = p.na;
+  int64_t st[EIN_OPS * EIN_NEST], yd[MG_MAX_RANK];
   if (na > EIN_NEST) return cg_unsupported(c, n, "too many labels");
   if (cg_dims(y, yd) != no) return cg_unsupported(c, n, "output rank differs from the equation's");
-  for (int i = 0; i < na; i++) {
-    adims[i] = ldim[all[i]];
-    if (i < no && yd[i] != adims[i]) return cg_unsupported(c, n, "output shape differs from the equation's");
-  }
-  for (int k = 0; k < ni; k++) {
-    int64_t own[MG_MAX_RANK];
-    strides_of(nl[k], dims[k], own);
-    for (int i = 0; i < na; i++) {
-      st[k * na + i] = 0;
-      for (int d = 0; d < nl[k]; d++)
-        if (lab[k][d] == all[i] && dims[k][d] != 1) st[k * na + i] += own[d];
-    }
-  }
+  for (int i = 0; i < no; i++)
+    if (yd[i] != p.out_dims[i]) return cg_unsupported(c, n, "output shape differs from the equation's");
+  for (int k = 0; k < ni; k++)
+    for (int i = 0; i < na; i++) st[k * na + i] = p.stride[k][i];
   if (cg_numel(y) == 0) return 0;
   char ops[EIN_OPS * 96];
   size_t used = 0;
@@ -331,7 +239,7 @@ int cg_emit_Einsum(cg_ctx *c, const mg_node *n) {
   need_misc(c);
   cg_line(c, "{ const void *const einsum_ops[%d] = {%s};", ni, ops);
   cg_line(c, "  mg_einsum(%s, %d, einsum_ops, %d, %d, %s, %s, %s); }", cg_rt_dtype(t), ni, no, na,
-          cg_i64s(c, adims, na), cg_i64s(c, st, ni * na), cg_vout(c, y));
+          cg_i64s(c, p.size, na), cg_i64s(c, st, ni * na), cg_vout(c, y));
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #ifndef MG_C_NN_UTIL_H
 #define MG_C_NN_UTIL_H
 #include "cg.h"
+#include "window_geom.h"
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,16 +34,10 @@ static inline void nn_need(cg_ctx *c, const char *file) {
 
 /* ---- window geometry (c_window.c) ---- */
 
-enum { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER };
+/* One sliding window over nd spatial dims (at most MG_ND_MAX here). */
+typedef mg_window nn_window;
 
-/* One sliding window over nd spatial dims (at most MG_ND_MAX). */
-typedef struct {
-  int nd;
-  int64_t in[MG_ND_MAX], k[MG_ND_MAX], s[MG_ND_MAX], d[MG_ND_MAX], pb[MG_ND_MAX],
-      pe[MG_ND_MAX], out[MG_ND_MAX];
-} nn_window;
-
-/* n's auto_pad as PAD_*; -1 (reported) when unknown. */
+/* n's auto_pad as MG_PAD_*; -1 (reported) when unknown. */
 int nn_read_auto_pad(cg_ctx *c, const mg_node *n, int *mode);
 /* Reads strides, dilations, pads and auto_pad over nd spatial dims of sizes in with
  * kernel k and computes the output sizes (ceil_mode as the pools define it: the

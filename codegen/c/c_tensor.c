@@ -7,6 +7,8 @@
  * data decides the result's layout (Slice starts, Pad pads, Trilu k...) must be
  * constants, and anything else is reported with cg_unsupported. */
 #include "cg.h"
+#include "slice_geom.h"
+#include "pad_geom.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,19 +214,8 @@ int cg_emit_Slice(cg_ctx *c, const mg_node *n) {
     int a = 0;
     if (norm_axis(c, n, ax[i], t.xr, &a)) return -1;
     if (seen[a]++) return cg_unsupported(c, n, "axis %lld is repeated", (long long)ax[i]);
-    int64_t dim = t.xd[a], s = st[i], e = en[i], k = sp[i], cnt;
-    if (k == 0) return cg_unsupported(c, n, "step 0");
-    if (s < 0) s += dim;
-    if (e < 0) e += dim;
-    if (k > 0) {
-      s = s < 0 ? 0 : s > dim ? dim : s;
-      e = e < 0 ? 0 : e > dim ? dim : e;
-      cnt = e > s ? (e - s - 1) / k + 1 : 0;
-    } else {
-      s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-      e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-      cnt = s > e ? (int64_t)((uint64_t)(s - e - 1) / (0 - (uint64_t)k)) + 1 : 0;
-    }
+    int64_t s, k = sp[i], cnt;
+    if (mg_slice_axis(t.xd[a], st[i], en[i], k, &s, &cnt)) return cg_unsupported(c, n, "step 0");
     start[a] = s, dims[a] = cnt, step[a] = cnt > 1 ? k : 1;
   }
   int64_t base = 0;
@@ -245,8 +236,7 @@ int cg_emit_Pad(cg_ctx *c, const mg_node *n) {
   io t;
   if (io_get(c, n, &t)) return -1;
   const char *mode = mg_attr_str(n, "mode", "constant");
-  int m = !strcmp(mode, "constant") ? 0 : !strcmp(mode, "reflect") ? 1 : !strcmp(mode, "edge") ? 2
-          : !strcmp(mode, "wrap") ? 3 : -1;
+  int m = mg_pad_mode(mode);
   if (m < 0) return cg_unsupported(c, n, "mode '%s'", mode);
   int64_t axes[MG_MAX_RANK], pads[2 * MG_MAX_RANK], pb[MG_MAX_RANK] = {0}, pe[MG_MAX_RANK] = {0};
   int has_axes, has;
@@ -272,15 +262,14 @@ int cg_emit_Pad(cg_ctx *c, const mg_node *n) {
   int64_t cs[MG_MAX_RANK], cl[MG_MAX_RANK], total = 0;
   for (int d = 0; d < t.xr; d++) {
     if (t.xd[d] + pb[d] + pe[d] != t.yd[d]) return cg_unsupported(c, n, "output shape disagrees with pads");
-    cs[d] = pb[d] < 0 ? -pb[d] : 0;
-    cl[d] = t.xd[d] - cs[d] - (pe[d] < 0 ? -pe[d] : 0);
+    mg_pad_crop(t.xd[d], pb[d], pe[d], &cs[d], &cl[d]);
     if (cl[d] < 0) return cg_unsupported(c, n, "pads crop axis %d below zero", d);
-    if (m && cl[d] == 0 && t.yd[d] > 0) return cg_unsupported(c, n, "mode %s on an empty axis", mode);
+    if (m != MG_PADM_CONSTANT && cl[d] == 0 && t.yd[d] > 0) return cg_unsupported(c, n, "mode %s on an empty axis", mode);
     total += t.yd[d];
   }
   if (cg_numel(t.y) == 0) return 0;
   cg_need(c, "tensor.c");
-  if (m == 0) {
+  if (m == MG_PADM_CONSTANT) {
     const char *val;
     if (cv && cg_numel(cv) > 0) val = cg_vin(c, cv);
     else val = cg_static(c, "uint64_t", "0"); /* zero bytes of any element size <= 8 */
@@ -300,18 +289,7 @@ int cg_emit_Pad(cg_ctx *c, const mg_node *n) {
   for (int d = 0; d < t.xr; d++) {
     int64_t L = cl[d], lead = pb[d] > 0 ? pb[d] : 0;
     for (int64_t o = 0; o < t.yd[d]; o++) {
-      int64_t v = o - lead;
-      if (v < 0 || v >= L) {
-        if (m == 2) v = v < 0 ? 0 : L - 1;
-        else if (m == 3) v = ((v % L) + L) % L;
-        else if (L == 1) v = 0;
-        else {
-          int64_t p = 2 * (L - 1);
-          v = ((v % p) + p) % p;
-          if (v >= L) v = p - v;
-        }
-      }
-      map[at++] = (cs[d] + v) * t.xs[d];
+      map[at++] = (cs[d] + mg_pad_source(m, o, lead, L)) * t.xs[d];
     }
   }
   int rank = t.xr ? t.xr : 1;

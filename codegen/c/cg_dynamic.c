@@ -26,67 +26,19 @@
  *
  * Small int tensors computed at run time (the shape arithmetic that feeds a
  * ConstantOfShape) carry upper bounds of their elements (vbound), from Shape of
- * a dynamic value through Gather, Concat, the views, Cast, Min and ReduceMin. */
+ * a dynamic value through Gather, Concat, the views, Cast, Min and ReduceMin
+ * (cg_dynamic_bounds.c). The emitters of DYN_OWN nodes are in cg_dynamic_emit.c. */
 #include "cg_internal.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { MAX_OUTS = 64 };
-
-typedef struct {
-  int rank;
-  int64_t max[MG_MAX_RANK];
-  const char *expr[MG_MAX_RANK]; /* NULL: the node's emitter sets it */
-  unsigned mask;                 /* dims that vary at run time */
-} dshape;
-
-typedef struct {
-  cg_ctx *c;
-  const mg_node *n;
-  dshape out[MAX_OUTS];
-  const char *guard;  /* C condition under which the node cannot run, or NULL */
-  const char *why;    /* why there is no rule */
-} rule_ctx;
-
-static const char *str(cg_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *str(cg_ctx *c, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  const char *s = mg_arena_strdup(&c->strings, buf);
-  if (!s) c->body.failed = 1;
-  return s ? s : "0";
-}
 
 static int fail(rule_ctx *r, const char *why) {
   r->why = why;
   return DYN_FAILED;
 }
 
-static int in_graph(const cg_ctx *c, const mg_value *v) {
-  return v && v->id >= 0 && v->id < c->g->n_values && c->g->values[v->id] == v;
-}
-
-static int is_dyn(const cg_ctx *c, const mg_value *v) { return in_graph(c, v) && c->rd_off[v->id] >= 0; }
-
-static int is_static(const mg_value *v) {
-  return v && v->vtype == MG_VT_TENSOR && v->shape.rank >= 0 && mg_shape_is_static(&v->shape) &&
-         !v->shape_declared;
-}
-
-/* v's dims as a dshape (v static or dynamic). */
-static void din(cg_ctx *c, const mg_value *v, dshape *s) {
-  memset(s, 0, sizeof *s);
-  s->rank = v->shape.rank;
-  s->mask = is_dyn(c, v) ? c->rd_mask[v->id] : 0;
-  for (int k = 0; k < s->rank; k++) {
-    s->max[k] = v->shape.d[k].v;
-    s->expr[k] = s->mask >> k & 1 ? str(c, "rd[%d]", c->rd_off[v->id] + k) : str(c, "%lld", (long long)s->max[k]);
-  }
-}
 
 int cg_dyn_dense(const cg_ctx *c, const mg_value *v) {
   if (!is_dyn(c, v)) return 1;
@@ -105,27 +57,10 @@ static int dense_shape(const dshape *s) {
   return 1;
 }
 
-/* The only varying axis of a dense dshape, or -1 when none varies. */
-static int varying_axis(const dshape *s) {
-  for (int k = 0; k < s->rank; k++)
-    if (s->mask >> k & 1) return k;
-  return -1;
-}
-
 static int64_t prod_max(const dshape *s, int from, int to) {
   int64_t p = 1;
   for (int k = from; k < to; k++) p *= s->max[k];
   return p;
-}
-
-/* "(e0 * e1 * ...)" over dims [from, to) of s. */
-static const char *prod_expr(cg_ctx *c, const dshape *s, int from, int to) {
-  char buf[1024];
-  size_t at = 0;
-  buf[0] = 0;
-  for (int k = from; k < to && at < sizeof buf - 64; k++)
-    at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s", k > from ? " * " : "", s->expr[k]);
-  return from >= to ? "1" : str(c, "(%s)", buf);
 }
 
 static void add_guard(rule_ctx *r, const char *cond) {
@@ -136,187 +71,6 @@ static int norm(int64_t axis, int rank, int *out) {
   if (axis < -rank || axis >= rank) return -1;
   *out = (int)(axis < 0 ? axis + rank : axis);
   return 0;
-}
-
-/* ------------------------------------------------------------ value bounds */
-
-/* Upper bounds of v's elements (a small int tensor): its data when constant;
- * *exact gets a bit per element known exactly (a constant, or a static dim). */
-static int vb_get(cg_ctx *c, const mg_value *v, int64_t *hi, unsigned *exact) {
-  *exact = 0;
-  if (!v) return 0;
-  if (cg_is_const(v)) {
-    int64_t n = cg_const_ints(v, hi, 8);
-    if (n > 0) *exact = (1u << n) - 1;
-    return n > 0 ? (int)n : 0;
-  }
-  if (!in_graph(c, v) || !c->n_vbound[v->id]) return 0;
-  memcpy(hi, c->vbound[v->id], sizeof(int64_t) * (size_t)c->n_vbound[v->id]);
-  *exact = c->vexact[v->id];
-  return c->n_vbound[v->id];
-}
-
-static void vb_set(cg_ctx *c, const mg_value *v, const int64_t *hi, int n, unsigned exact) {
-  if (!in_graph(c, v) || n <= 0 || n > 8 || mg_shape_numel(&v->shape) != n) return;
-  memcpy(c->vbound[v->id], hi, sizeof(int64_t) * (size_t)n);
-  c->n_vbound[v->id] = (char)n;
-  c->vexact[v->id] = (unsigned char)exact;
-}
-
-static void track_vbounds(cg_ctx *c, const mg_node *n) {
-  const mg_value *y = n->n_out ? n->out[0] : NULL, *x = n->n_in ? n->in[0] : NULL;
-  if (!y || !x || !in_graph(c, y) || cg_is_const(y) || (y->dtype != MG_I64 && y->dtype != MG_I32 && y->dtype != MG_BOOL))
-    return;
-  int64_t a[8], b[8], o[8];
-  unsigned ea, eb, eo = 0;
-  int na, nb, no = 0;
-  /* a view keeps the elements in order: its bounds are its input's */
-  switch (mg_op_is_view(n->op) ? MG_OP_Identity : n->op) {
-  case MG_OP_Shape:
-    if (is_dyn(c, x) || is_static(x)) {
-      int r = x->shape.rank, s = (int)mg_attr_int(n, "start", 0), e = (int)mg_attr_int(n, "end", r);
-      if (s < 0) s += r;
-      if (e < 0) e += r;
-      s = s < 0 ? 0 : s > r ? r : s, e = e < 0 ? 0 : e > r ? r : e;
-      if (e - s > 8) return;
-      unsigned m = is_dyn(c, x) ? c->rd_mask[x->id] : 0;
-      for (int k = s; k < e; k++, no++) {
-        o[no] = x->shape.d[k].v;
-        if (!(m >> k & 1)) eo |= 1u << no;
-      }
-    }
-    break;
-  case MG_OP_Identity: case MG_OP_Cast:
-    no = vb_get(c, x, o, &eo);
-    break;
-  case MG_OP_Mul: case MG_OP_Add: case MG_OP_Sub: {
-    /* exact elements only (an inexact one gets no usable bound: INT64_MAX) */
-    na = vb_get(c, x, a, &ea);
-    nb = vb_get(c, n->in[1], b, &eb);
-    int64_t numel = mg_shape_numel(&y->shape);
-    if (numel < 1 || numel > 8 || (na != numel && na != 1) || (nb != numel && nb != 1)) return;
-    for (no = 0; no < numel; no++) {
-      int ia = na == 1 ? 0 : no, ib = nb == 1 ? 0 : no;
-      int64_t p = a[ia], q = b[ib], v;
-      int ok = (ea >> ia & 1) && (eb >> ib & 1) &&
-               !(n->op == MG_OP_Mul ? __builtin_mul_overflow(p, q, &v)
-                 : n->op == MG_OP_Add ? __builtin_add_overflow(p, q, &v) : __builtin_sub_overflow(p, q, &v));
-      o[no] = ok ? v : INT64_MAX;
-      if (ok) eo |= 1u << no;
-    }
-    break;
-  }
-  case MG_OP_Equal: case MG_OP_Not: {
-    /* exact only: a condition known at conversion (a static dim compared) */
-    na = vb_get(c, x, a, &ea);
-    nb = n->op == MG_OP_Equal ? vb_get(c, n->in[1], b, &eb) : 1;
-    if (n->op == MG_OP_Not) b[0] = 0, eb = 1;
-    int64_t numel = mg_shape_numel(&y->shape);
-    if (numel < 1 || numel > 8 || (na != numel && na != 1) || (nb != numel && nb != 1)) return;
-    for (no = 0; no < numel; no++) {
-      int ia = na == 1 ? 0 : no, ib = nb == 1 ? 0 : no;
-      o[no] = 1; /* a bool's bound when it is not known */
-      if (!(ea >> ia & 1) || !(eb >> ib & 1)) continue;
-      o[no] = a[ia] == b[ib];
-      eo |= 1u << no;
-    }
-    break;
-  }
-  case MG_OP_ConstantOfShape: {
-    const mg_attr *va = mg_node_attr(n, "value");
-    int64_t v = 0, numel = mg_shape_numel(&y->shape);
-    if (va && (va->kind != MG_ATTR_TENSOR || cg_const_ints(va->t, &v, 1) != 1)) return;
-    if (numel < 1 || numel > 8 || is_dyn(c, y)) return;
-    for (no = 0; no < numel; no++) o[no] = v;
-    eo = (1u << no) - 1;
-    break;
-  }
-  case MG_OP_Gather: {
-    int64_t idx[8];
-    na = vb_get(c, x, a, &ea);
-    int64_t ni = cg_const_ints(n->in[1], idx, 8);
-    if (na <= 0 || ni <= 0 || x->shape.rank != 1) break;
-    for (int i = 0; i < ni; i++, no++) {
-      int64_t k = idx[i] < 0 ? idx[i] + na : idx[i];
-      if (k < 0 || k >= na) return;
-      o[no] = a[k];
-      eo |= (ea >> k & 1u) << no;
-    }
-    break;
-  }
-  case MG_OP_Concat:
-    for (int i = 0; i < n->n_in; i++) {
-      if (n->in[i] && n->in[i]->shape.rank > 1) return;
-      nb = vb_get(c, n->in[i], b, &eb);
-      if (nb <= 0 || no + nb > 8) return;
-      memcpy(o + no, b, sizeof(int64_t) * (size_t)nb);
-      eo |= eb << no;
-      no += nb;
-    }
-    break;
-  case MG_OP_ReduceMin: case MG_OP_ReduceMax:
-    if (n->n_in > 1 && n->in[1]) return; /* axes: only the reduce-all case */
-    na = vb_get(c, x, a, &ea);
-    if (na <= 0) return;
-    o[0] = a[0];
-    for (int i = 1; i < na; i++) o[0] = n->op == MG_OP_ReduceMin ? (a[i] < o[0] ? a[i] : o[0]) : (a[i] > o[0] ? a[i] : o[0]);
-    no = 1;
-    eo = ea == (1u << na) - 1; /* exact when every element is */
-    break;
-  case MG_OP_Where: case MG_OP_Min: case MG_OP_Max: {
-    /* a bound of Min is any input's bound; of Max and Where the largest (all known) */
-    int64_t numel = mg_shape_numel(&y->shape);
-    if (numel < 1 || numel > 8) return;
-    int have = 0, first = n->op == MG_OP_Where ? 1 : 0;
-    unsigned all_exact = (1u << numel) - 1;
-    for (int i = first; i < n->n_in; i++) {
-      nb = vb_get(c, n->in[i], b, &eb);
-      if (nb != 1 && nb != numel) {
-        if (n->op != MG_OP_Min) return;
-        all_exact = 0;
-        continue;
-      }
-      for (int k = 0; k < numel; k++) {
-        int64_t v = b[nb == 1 ? 0 : k];
-        int e = (int)(eb >> (nb == 1 ? 0 : k) & 1);
-        if (have && (!e || v != o[k])) all_exact &= ~(1u << k);
-        if (!have && !e) all_exact &= ~(1u << k);
-        o[k] = !have ? v : n->op == MG_OP_Min ? (v < o[k] ? v : o[k]) : (v > o[k] ? v : o[k]);
-      }
-      have = 1;
-    }
-    no = have ? (int)numel : 0;
-    eo = all_exact;
-    if (n->op == MG_OP_Where && no) {
-      /* an element whose condition is known is its branch's, exactly as that is */
-      int64_t cv[8], t[8], f[8];
-      unsigned ce, te, fe;
-      int ncv = vb_get(c, n->in[0], cv, &ce), nt = vb_get(c, n->in[1], t, &te), nf = vb_get(c, n->in[2], f, &fe);
-      for (int k = 0; k < no && ncv && nt && nf; k++) {
-        int ic = ncv == 1 ? 0 : k, it = nt == 1 ? 0 : k, jf = nf == 1 ? 0 : k;
-        if (!(ce >> ic & 1)) continue;
-        o[k] = cv[ic] ? t[it] : f[jf];
-        eo = (eo & ~(1u << k)) | ((cv[ic] ? te >> it : fe >> jf) & 1u) << k;
-      }
-    }
-    break;
-  }
-  default:
-    return;
-  }
-  vb_set(c, y, o, no, eo);
-}
-
-/* v's elements when each is known here (a constant, or exact bounds); -1 if not. */
-static int64_t known_ints(cg_ctx *c, const mg_value *v, int64_t *out, int64_t cap) {
-  if (!v) return -1;
-  if (cg_is_const(v)) return cg_const_ints(v, out, cap);
-  int64_t hi[8];
-  unsigned exact;
-  int n = vb_get(c, v, hi, &exact);
-  if (n <= 0 || n > cap || exact != (1u << n) - 1) return -1;
-  memcpy(out, hi, sizeof(int64_t) * (size_t)n);
-  return n;
 }
 
 /* ------------------------------------------------------------ rules */
@@ -496,14 +250,14 @@ static int rule_reshape(rule_ctx *r) {
   dshape x;
   din(r->c, r->n->in[0], &x);
   int64_t t[MG_MAX_RANK], om[MG_MAX_RANK];
-  int64_t q = known_ints(r->c, r->n->in[1], t, MG_MAX_RANK);
+  int64_t q = cg_dyn_known_ints(r->c, r->n->in[1], t, MG_MAX_RANK);
   int p = varying_axis(&x), j = -1, runtime_entry = -1;
   if (q < 0) {
     /* torch's reshape(n, -1, 4): every entry known but the one that is the
      * run-time axis' length; it stands for that axis (checked at run time) */
     int64_t hi[8];
     unsigned exact;
-    q = vb_get(r->c, r->n->in[1], hi, &exact);
+    q = cg_dyn_vbound(r->c, r->n->in[1], hi, &exact);
     if (q <= 0 || p < 0 || r->n->in[1]->shape.rank != 1 || q != r->n->in[1]->shape.d[0].v)
       return fail(r, "the target shape is not a constant");
     for (int d = 0; d < q; d++) {
@@ -607,16 +361,11 @@ static int rule_split(rule_ctx *r) {
 
 /* Slice: constant starts/ends/axes/steps. Along static axes it is position-wise;
  * along the varying axis of a dense input it is a run-time range of rows. */
-typedef struct {
-  int axis;
-  int64_t start, end, step;
-  int start_rt, end_rt; /* read at run time (one-element starts / ends) */
-} slice_spec;
-
-static int slice_params(rule_ctx *r, const dshape *x, slice_spec *sp, int *n_sp) {
+/* See cg_internal.h. */
+int cg_dyn_slice_params(rule_ctx *r, const dshape *x, slice_spec *sp, int *n_sp) {
   const mg_node *n = r->n;
   int64_t st[MG_MAX_RANK], en[MG_MAX_RANK], ax[MG_MAX_RANK], stp[MG_MAX_RANK];
-  int64_t ns = known_ints(r->c, n->in[1], st, MG_MAX_RANK), ne = known_ints(r->c, n->in[2], en, MG_MAX_RANK);
+  int64_t ns = cg_dyn_known_ints(r->c, n->in[1], st, MG_MAX_RANK), ne = cg_dyn_known_ints(r->c, n->in[2], en, MG_MAX_RANK);
   int srt = 0, ert = 0;
   /* one axis sliced from a computed start or end: read at run time */
   if (ns < 0 && cg_numel(n->in[1]) == 1 && n->in[1]->dtype == MG_I64) ns = 1, srt = 1, st[0] = 0;
@@ -645,7 +394,7 @@ static int rule_slice(rule_ctx *r) {
   din(r->c, r->n->in[0], &x);
   slice_spec sp[MG_MAX_RANK];
   int n_sp = 0, on_varying = -1;
-  if (slice_params(r, &x, sp, &n_sp)) return DYN_FAILED;
+  if (cg_dyn_slice_params(r, &x, sp, &n_sp)) return DYN_FAILED;
   dshape *o = &r->out[0];
   *o = x;
   for (int i = 0; i < n_sp; i++) {
@@ -757,7 +506,7 @@ static int rule_constant_of_shape(rule_ctx *r) {
   const mg_value *x = r->n->in[0];
   int64_t hi[8];
   unsigned exact;
-  int nb = vb_get(r->c, x, hi, &exact);
+  int nb = cg_dyn_vbound(r->c, x, hi, &exact);
   if (x->dtype != MG_I64 || x->shape.rank != 1 || nb <= 0 || nb != x->shape.d[0].v)
     return fail(r, "the shape input has no known upper bound");
   for (int k = 0; k < nb; k++)
@@ -836,7 +585,7 @@ static int rule_select(rule_ctx *r) {
   if (n->n_in != 1 + 2 * k || k > MAX_OUTS) return fail(r, "bad MigcSelect");
   int64_t cv;
   unsigned ce;
-  if (vb_get(c, n->in[0], &cv, &ce) == 1 && ce) {
+  if (cg_dyn_vbound(c, n->in[0], &cv, &ce) == 1 && ce) {
     /* the condition is known here (torch's squeeze-if-the-dim-is-1 on a static
      * dim of a run-time value): the taken branch, copied */
     for (int i = 0; i < k; i++) {
@@ -874,7 +623,7 @@ static int rule_expand(rule_ctx *r) {
   const mg_value *sv = r->n->in[1];
   int64_t hi[8];
   unsigned exact;
-  int ns = vb_get(c, sv, hi, &exact);
+  int ns = cg_dyn_vbound(c, sv, hi, &exact);
   if (sv->dtype != MG_I64 || ns <= 0 || sv->shape.rank != 1 || ns != sv->shape.d[0].v)
     return fail(r, "the shape input has no known upper bound");
   for (int k = 0; k < ns; k++)
@@ -974,7 +723,7 @@ static int rule_range(rule_ctx *r) {
   if (n->in[0]->dtype != MG_I64 || cg_const_ints(n->in[0], &st, 1) != 1 || cg_const_ints(n->in[2], &dl, 1) != 1 ||
       dl <= 0)
     return fail(r, "Range of run-time length needs int64, a constant start and a positive constant delta");
-  if (vb_get(c, n->in[1], hi, &exact) != 1 || hi[0] > MG_DIM_MAX) return fail(r, "the limit has no known upper bound");
+  if (cg_dyn_vbound(c, n->in[1], hi, &exact) != 1 || hi[0] > MG_DIM_MAX) return fail(r, "the limit has no known upper bound");
   dshape *o = &r->out[0];
   o->rank = 1, o->max[0] = hi[0] > st ? (hi[0] - st + dl - 1) / dl : 0, o->expr[0] = NULL, o->mask = 1;
   if (exact) { /* the limit is known here: a static length, the ordinary kernel */
@@ -1100,356 +849,8 @@ int cg_bound_dynamic(cg_ctx *c) {
           if (n->out[k] && apply(c, n->out[k], &r.out[k])) return -1;
       }
     }
-    track_vbounds(c, n);
+    cg_dyn_track_vbounds(c, n);
   }
   return c->body.failed ? -1 : 0;
 }
 
-/* ------------------------------------------------------------ emission */
-
-static const char *rd_at(cg_ctx *c, const mg_value *v, int k) { return str(c, "rd[%d]", c->rd_off[v->id] + k); }
-
-/* The C expression of v's dim k at run time. */
-static const char *dim_expr(cg_ctx *c, const mg_value *v, int k) {
-  if (is_dyn(c, v) && (c->rd_mask[v->id] >> k & 1)) return rd_at(c, v, k);
-  return str(c, "%lld", (long long)v->shape.d[k].v);
-}
-
-const char *cg_dim(cg_ctx *c, const mg_value *v, int k) { return dim_expr(c, v, k); }
-
-const char *cg_dims_expr(cg_ctx *c, const mg_value *v) {
-  if (is_dyn(c, v)) return str(c, "(rd + %d)", c->rd_off[v->id]);
-  int64_t d[MG_MAX_RANK];
-  int r = cg_dims(v, d);
-  return cg_i64s(c, d, r);
-}
-
-static int varying_axis_of(cg_ctx *c, const mg_value *v) {
-  dshape s;
-  din(c, v, &s);
-  int k = varying_axis(&s);
-  return k < 0 ? 0 : k;
-}
-
-/* Actual element count of a dense value, as a C expression. */
-static const char *numel_expr(cg_ctx *c, const mg_value *v) {
-  dshape s;
-  din(c, v, &s);
-  return prod_expr(c, &s, 0, s.rank);
-}
-
-static int emit_shape(cg_ctx *c, const mg_node *n) {
-  const mg_value *x = n->in[0], *y = n->out[0];
-  if (y->dtype != MG_I64) return cg_unsupported(c, n, "output dtype %s", mg_dtype_name(y->dtype));
-  if (n->op == MG_OP_Size) {
-    cg_line(c, "%s[0] = %s;", cg_out(c, y), numel_expr(c, x));
-    return 0;
-  }
-  int rk = x->shape.rank, s = (int)mg_attr_int(n, "start", 0);
-  if (s < 0) s += rk;
-  s = s < 0 ? 0 : s > rk ? rk : s;
-  for (int k = 0; k < y->shape.d[0].v; k++) cg_line(c, "%s[%d] = %s;", cg_out(c, y), k, dim_expr(c, x, s + k));
-  return 0;
-}
-
-static int emit_nonzero(cg_ctx *c, const mg_node *n) {
-  const mg_value *x = n->in[0], *y = n->out[0];
-  if (!cg_rt_dtype(x->dtype) || y->dtype != MG_I64) return cg_unsupported(c, n, "dtype %s", mg_dtype_name(x->dtype));
-  int64_t d[MG_MAX_RANK] = {1};
-  int r = cg_dims(x, d);
-  cg_need(c, "dynamic.c");
-  cg_need(c, "tensor.c");
-  cg_line(c, "%s = %d;", rd_at(c, y, 0), r ? r : 1);
-  if (!is_dyn(c, x)) {
-    cg_line(c, "%s = mg_nonzero(%s, %d, %s, %s, %s, %lld);", rd_at(c, y, 1), cg_rt_dtype(x->dtype), r ? r : 1,
-            cg_i64s(c, d, r ? r : 1), cg_vin(c, x), cg_out(c, y), (long long)y->shape.d[1].v);
-    return 0;
-  }
-  /* dense: the actual dims walk the elements in order */
-  char dims[1024];
-  size_t at = 0;
-  dims[0] = 0;
-  for (int k = 0; k < r && at < sizeof dims - 64; k++)
-    at += (size_t)snprintf(dims + at, sizeof dims - at, "%s%s", k ? ", " : "", dim_expr(c, x, k));
-  cg_line(c, "{");
-  cg_line(c, "  const int64_t s_[%d] = {%s};", r, dims);
-  cg_line(c, "  %s = mg_nonzero(%s, %d, s_, %s, %s, %lld);", rd_at(c, y, 1), cg_rt_dtype(x->dtype), r, cg_vin(c, x),
-          cg_out(c, y), (long long)y->shape.d[1].v);
-  cg_line(c, "}");
-  return 0;
-  return 0;
-}
-
-static int emit_topk(cg_ctx *c, const mg_node *n) {
-  const mg_value *x = n->in[0], *y = n->out[0], *ix = n->n_out > 1 ? n->out[1] : NULL;
-  if (!cg_rt_dtype(x->dtype) || x->dtype == MG_BOOL) return cg_unsupported(c, n, "dtype %s", mg_dtype_name(x->dtype));
-  if (ix && ix->dtype != MG_I64) return cg_unsupported(c, n, "indices of dtype %s", mg_dtype_name(ix->dtype));
-  if (n->in[1]->dtype != MG_I64) return cg_unsupported(c, n, "K of dtype %s", mg_dtype_name(n->in[1]->dtype));
-  int a = (int)mg_attr_int(n, "axis", -1);
-  if (a < 0) a += x->shape.rank;
-  int64_t inner = 1, len = x->shape.d[a].v;
-  for (int d = a + 1; d < x->shape.rank; d++) inner *= x->shape.d[d].v;
-  const char *scratch = cg_scratch(c, "%lld", (long long)(len * 4 + 4));
-  cg_need(c, "tensor.c");
-  cg_line(c, "{");
-  cg_line(c, "  int64_t n_ = %s, k_ = %s[0];", dim_expr(c, x, a), cg_in(c, n->in[1]));
-  cg_line(c, "  if (k_ < 0 || k_ > n_) return MG_RT_EARG; /* ONNX: K must not exceed the axis */");
-  cg_line(c, "  if (k_ > 0) mg_topk(%s, 1, n_, %lld, k_, %d, %s, %s, %s, %s);", cg_rt_dtype(x->dtype), (long long)inner,
-          mg_attr_int(n, "largest", 1) != 0, cg_vin(c, x), y ? cg_vout(c, y) : "(void *)0",
-          ix ? cg_out(c, ix) : "(int64_t *)0", scratch);
-  if (y) cg_line(c, "  %s = k_;", rd_at(c, y, a));
-  if (ix) cg_line(c, "  %s = k_;", rd_at(c, ix, a));
-  cg_line(c, "}");
-  return 0;
-}
-
-static int emit_gather_axis(cg_ctx *c, const mg_node *n) {
-  const mg_value *x = n->in[0], *ix = n->in[1], *y = n->out[0];
-  if (ix->dtype != MG_I64 && ix->dtype != MG_I32) return cg_unsupported(c, n, "indices of dtype %s", mg_dtype_name(ix->dtype));
-  int a = (int)mg_attr_int(n, "axis", 0);
-  if (a < 0) a += x->shape.rank;
-  int64_t inner = 1;
-  for (int d = a + 1; d < x->shape.rank; d++) inner *= x->shape.d[d].v;
-  size_t es = cg_elem_bytes(x->dtype);
-  cg_need(c, "tensor.c");
-  /* an empty axis has nothing to clamp the don't-care indices to */
-  cg_line(c, "if (%s > 0) mg_gather(%zu, 1, %s, %lld, %s, %s, %d, %lld, %s);", dim_expr(c, x, a), es,
-          dim_expr(c, x, a), (long long)inner, cg_vin(c, x), cg_vin(c, ix), ix->dtype == MG_I64,
-          (long long)cg_numel(ix), cg_vout(c, y));
-  return 0;
-}
-
-static int emit_concat_along(cg_ctx *c, const mg_node *n) {
-  const mg_value *y = n->out[0];
-  int a = (int)mg_attr_int(n, "axis", 0);
-  if (a < 0) a += y->shape.rank;
-  int64_t inner = 1;
-  for (int d = a + 1; d < y->shape.rank; d++) inner *= y->shape.d[d].v;
-  size_t row = (size_t)inner * cg_elem_bytes(y->dtype);
-  cg_need(c, "tensor.c");
-  cg_line(c, "{");
-  cg_line(c, "  int64_t at_ = 0;");
-  for (int i = 0; i < n->n_in; i++) {
-    const mg_value *v = n->in[i];
-    const char *len = dim_expr(c, v, a);
-    cg_line(c, "  mg_copy_bytes((unsigned char *)%s + (size_t)at_ * %zu, %s, (size_t)%s * %zu);", cg_vout(c, y), row,
-            cg_vin(c, v), len, row);
-    cg_line(c, "  at_ += %s;", len);
-  }
-  cg_line(c, "  %s = at_;", rd_at(c, y, a));
-  cg_line(c, "}");
-  return 0;
-}
-
-static int emit_slice_rows(cg_ctx *c, const mg_node *n) {
-  const mg_value *x = n->in[0], *y = n->out[0];
-  rule_ctx r = {.c = c, .n = n};
-  dshape xs;
-  slice_spec sp[MG_MAX_RANK];
-  int n_sp = 0;
-  din(c, x, &xs);
-  if (slice_params(&r, &xs, sp, &n_sp) || n_sp != 1) return cg_unsupported(c, n, "slice parameters");
-  int a = sp[0].axis;
-  int64_t inner = 1;
-  for (int d = a + 1; d < x->shape.rank; d++) inner *= x->shape.d[d].v;
-  cg_need(c, "dynamic.c");
-  cg_line(c, "{");
-  cg_line(c, "  int64_t first_, cnt_ = mg_slice_range(%s, %s, %s, %lldLL, &first_);", dim_expr(c, x, a),
-          sp[0].start_rt ? str(c, "%s[0]", cg_in(c, n->in[1])) : str(c, "%lldLL", (long long)sp[0].start),
-          sp[0].end_rt ? str(c, "%s[0]", cg_in(c, n->in[2])) : str(c, "%lldLL", (long long)sp[0].end),
-          (long long)sp[0].step);
-  cg_line(c, "  mg_copy_rows(%zu, cnt_, %s, first_, %lldLL, %s);", (size_t)inner * cg_elem_bytes(x->dtype),
-          cg_vin(c, x), (long long)sp[0].step, cg_vout(c, y));
-  cg_line(c, "  %s = cnt_;", rd_at(c, y, a));
-  cg_line(c, "}");
-  return 0;
-}
-
-static const char *reduce_enum(mg_op op) {
-  switch (op) {
-  case MG_OP_ReduceSum: return "MG_REDUCE_SUM";
-  case MG_OP_ReduceMean: return "MG_REDUCE_MEAN";
-  case MG_OP_ReduceSumSquare: return "MG_REDUCE_SUM_SQUARE";
-  case MG_OP_ReduceL1: return "MG_REDUCE_L1";
-  case MG_OP_ReduceL2: return "MG_REDUCE_L2";
-  case MG_OP_ReduceLogSum: return "MG_REDUCE_LOG_SUM";
-  case MG_OP_ReduceLogSumExp: return "MG_REDUCE_LOG_SUM_EXP";
-  case MG_OP_ReduceMax: return "MG_REDUCE_MAX";
-  case MG_OP_ReduceMin: return "MG_REDUCE_MIN";
-  default: return "MG_REDUCE_PROD";
-  }
-}
-
-static int emit_reduce_all(cg_ctx *c, const mg_node *n) {
-  const mg_value *x = n->in[0], *y = n->out[0];
-  if (!cg_rt_dtype(x->dtype) || x->dtype != y->dtype) return cg_unsupported(c, n, "dtype %s", mg_dtype_name(x->dtype));
-  cg_need(c, "reduce.c");
-  cg_need(c, "tensor.c");
-  if (x->dtype == MG_F32) {
-    cg_line(c, "mg_reduce_f32(%s, 1, %s, 1, %s, %s);", reduce_enum(n->op), numel_expr(c, x), cg_in(c, x), cg_out(c, y));
-    return 0;
-  }
-  cg_line(c, "{");
-  cg_line(c, "  const int64_t rs_[1] = {%s}, rst_[1] = {1}, ks_[1] = {1};", numel_expr(c, x));
-  cg_line(c, "  mg_reduce(%s, %s, 0, ks_, ks_, 1, rs_, rst_, %s, %s);", cg_rt_dtype(x->dtype), reduce_enum(n->op),
-          cg_vin(c, x), cg_vout(c, y));
-  cg_line(c, "}");
-  return 0;
-}
-
-static int emit_nms(cg_ctx *c, const mg_node *n) {
-  const mg_value *b = n->in[0], *s = n->in[1], *y = n->out[0];
-  const mg_value *mo = n->n_in > 2 ? n->in[2] : NULL, *iou = n->n_in > 3 ? n->in[3] : NULL;
-  const mg_value *thr = n->n_in > 4 ? n->in[4] : NULL;
-  if (y->dtype != MG_I64) return cg_unsupported(c, n, "output dtype %s", mg_dtype_name(y->dtype));
-  if ((mo && mo->dtype != MG_I64) || (iou && iou->dtype != MG_F32) || (thr && thr->dtype != MG_F32))
-    return cg_unsupported(c, n, "max_output_boxes_per_class must be int64, the thresholds float32");
-  int64_t B = b->shape.d[0].v, C = s->shape.d[1].v, NB = b->shape.d[1].v;
-  const char *scratch = cg_scratch(c, "%zu", mg_nms_scratch(NB));
-  cg_need(c, "dynamic.c");
-  cg_line(c, "{");
-  cg_line(c, "  int64_t cnt_ = mg_nms(%lld, %lld, %s, %s, %lld, %s, %lld, %s, %s, %d, %s, %d, %s, %lld, %s);",
-          (long long)B, (long long)C, dim_expr(c, b, 1), cg_in(c, b), (long long)(NB * 4), cg_in(c, s), (long long)NB,
-          mo ? str(c, "%s[0]", cg_in(c, mo)) : "0", iou ? str(c, "%s[0]", cg_in(c, iou)) : "0.0f", thr != NULL,
-          thr ? str(c, "%s[0]", cg_in(c, thr)) : "0.0f", (int)mg_attr_int(n, "center_point_box", 0), cg_out(c, y),
-          (long long)y->shape.d[0].v, scratch);
-  cg_line(c, "  if (cnt_ < 0) return MG_RT_EUNSUPPORTED; /* more boxes than planned: cannot happen */");
-  cg_line(c, "  %s = cnt_;", rd_at(c, y, 0));
-  cg_line(c, "}");
-  return 0;
-}
-
-static int emit_select(cg_ctx *c, const mg_node *n) {
-  int k = n->n_out;
-  const mg_value *cond = n->in[0];
-  int64_t cv;
-  unsigned ce;
-  cg_need(c, "tensor.c");
-  if (vb_get(c, cond, &cv, &ce) == 1 && ce) {
-    for (int i = 0; i < k; i++) {
-      const mg_value *v = n->in[(cv ? 1 : 1 + k) + i], *y = n->out[i];
-      cg_line(c, "mg_copy_bytes(%s, %s, %zu);", cg_vout(c, y), cg_vin(c, v),
-              (size_t)cg_numel(y) * cg_elem_bytes(y->dtype));
-    }
-    return 0;
-  }
-  cg_line(c, "if (%s[0]) {", cg_in(c, cond));
-  for (int side = 0; side < 2; side++) {
-    if (side) cg_line(c, "} else {");
-    for (int i = 0; i < k; i++) {
-      const mg_value *v = n->in[1 + side * k + i], *y = n->out[i];
-      size_t es = cg_elem_bytes(y->dtype);
-      cg_line(c, "  mg_copy_bytes(%s, %s, (size_t)%s * %zu);", cg_vout(c, y), cg_vin(c, v), numel_expr(c, v), es);
-      cg_line(c, "  %s = %s;", rd_at(c, y, 0), dim_expr(c, v, 0));
-    }
-  }
-  cg_line(c, "}");
-  return 0;
-}
-
-static int emit_constant_of_shape(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
-  const mg_value *x = n->in[0], *y = n->out[0];
-  if (emit(c, n)) return -1; /* fills the largest shape */
-  for (int k = 0; k < y->shape.rank; k++) {
-    cg_line(c, "%s = %s[%d];", rd_at(c, y, k), cg_in(c, x), k);
-    cg_line(c, "if (%s < 0 || %s > %lld) return MG_RT_EUNSUPPORTED; /* past its planned bound */", rd_at(c, y, k),
-            rd_at(c, y, k), (long long)y->shape.d[k].v);
-  }
-  return 0;
-}
-
-/* Expand: the kernel broadcasts to the largest shape; each run-time dim is the
- * shape's value, checked against its bound. */
-static int emit_expand(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
-  const mg_value *y = n->out[0], *sv = n->in[1], *x = n->in[0];
-  if (emit(c, n)) return -1;
-  int rank = y->shape.rank, ns = (int)sv->shape.d[0].v;
-  int64_t hi[8];
-  unsigned exact;
-  vb_get(c, sv, hi, &exact);
-  for (int k = 0; k < rank; k++) {
-    int i = k - (rank - ns), j = k - (rank - x->shape.rank);
-    if (i >= 0 && !(exact >> i & 1) && c->rd_expr[y->id] && c->rd_expr[y->id][k] && j >= 0)
-      cg_line(c, "if (%s[%d] != 1 && %s[%d] != %s) return MG_RT_EUNSUPPORTED; /* does not broadcast */",
-              cg_in(c, sv), i, cg_in(c, sv), i, dim_expr(c, x, j));
-    if (!c->rd_expr[y->id] || c->rd_expr[y->id][k]) continue;
-    cg_line(c, "%s = %s[%d];", rd_at(c, y, k), cg_in(c, sv), k - (rank - ns));
-    cg_line(c, "if (%s < 0 || %s > %lld) return MG_RT_EUNSUPPORTED; /* past its planned bound */", rd_at(c, y, k),
-            rd_at(c, y, k), (long long)y->shape.d[k].v);
-  }
-  return 0;
-}
-
-/* Reshape whose target has the run-time axis' length as a computed entry. */
-static int emit_reshape_checked(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
-  const mg_value *x = n->in[0], *t = n->in[1], *y = n->out[0];
-  int64_t hi[8];
-  unsigned exact;
-  int q = vb_get(c, t, hi, &exact);
-  if (emit(c, n)) return -1;
-  for (int d = 0; d < q; d++)
-    if (!(exact >> d & 1))
-      cg_line(c, "if (%s[%d] != %s) return MG_RT_EUNSUPPORTED; /* the target is not the run-time length */",
-              cg_in(c, t), d, c->rd_expr[y->id][d] ? c->rd_expr[y->id][d] : dim_expr(c, x, varying_axis_of(c, x)));
-  return 0;
-}
-
-static int emit_range(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
-  const mg_value *y = n->out[0];
-  int64_t st, dl;
-  cg_const_ints(n->in[0], &st, 1);
-  cg_const_ints(n->in[2], &dl, 1);
-  if (emit(c, n)) return -1; /* the largest count of values */
-  cg_line(c, "{");
-  cg_line(c, "  int64_t lim_ = %s[0];", cg_in(c, n->in[1]));
-  cg_line(c, "  %s = lim_ > %lldLL ? (lim_ - %lldLL + %lldLL - 1) / %lldLL : 0;", rd_at(c, y, 0), (long long)st,
-          (long long)st, (long long)dl, (long long)dl);
-  cg_line(c, "  if (%s > %lld) return MG_RT_EUNSUPPORTED; /* past its planned bound */", rd_at(c, y, 0),
-          (long long)y->shape.d[0].v);
-  cg_line(c, "}");
-  return 0;
-}
-
-int cg_emit_dynamic(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_node *)) {
-  int kind = c->dyn_node[n->id];
-  if (kind == DYN_FAILED)
-    return cg_unsupported(c, n, "run-time length: %s", c->dyn_guard[n->id] ? c->dyn_guard[n->id] : "no rule");
-  for (int k = 0; k < n->n_in; k++)
-    if (is_dyn(c, n->in[k]) && (n->in[k]->dtype == MG_STRING))
-      return cg_unsupported(c, n, "string values of run-time length");
-  if (c->dyn_guard[n->id])
-    cg_line(c, "if (%s) return MG_RT_EUNSUPPORTED; /* run-time lengths that the plan cannot broadcast */",
-            c->dyn_guard[n->id]);
-  int rc = 0;
-  if (kind == DYN_POSITIONWISE) {
-    rc = emit(c, n);
-  } else {
-    switch (n->op) {
-    case MG_OP_Shape: case MG_OP_Size: rc = emit_shape(c, n); break;
-    case MG_OP_NonZero: rc = emit_nonzero(c, n); break;
-    case MG_OP_TopK: rc = emit_topk(c, n); break;
-    case MG_OP_Gather: rc = emit_gather_axis(c, n); break;
-    case MG_OP_Concat: rc = emit_concat_along(c, n); break;
-    case MG_OP_Slice: rc = emit_slice_rows(c, n); break;
-    case MG_OP_NonMaxSuppression: rc = emit_nms(c, n); break;
-    case MG_OP_MigcSelect: rc = emit_select(c, n); break;
-    case MG_OP_ConstantOfShape: rc = emit_constant_of_shape(c, n, emit); break;
-    case MG_OP_Expand: rc = emit_expand(c, n, emit); break;
-    case MG_OP_Range: rc = emit_range(c, n, emit); break;
-    case MG_OP_RoiAlign: case MG_OP_ScatterElements: rc = emit(c, n); break; /* they read cg_dim */
-    case MG_OP_Reshape: rc = emit_reshape_checked(c, n, emit); break;
-    default: rc = emit_reduce_all(c, n); break;
-    }
-  }
-  if (rc || c->cur_failed) return -1;
-  for (int k = 0; k < n->n_out; k++) {
-    const mg_value *v = n->out[k];
-    if (!is_dyn(c, v)) continue;
-    for (int d = 0; d < v->shape.rank; d++)
-      if (c->rd_expr[v->id][d] && strcmp(c->rd_expr[v->id][d], rd_at(c, v, d)))
-        cg_line(c, "%s = %s;", rd_at(c, v, d), c->rd_expr[v->id][d]);
-  }
-  return 0;
-}
-
-const char *cg_dyn_numel(cg_ctx *c, const mg_value *v) { return numel_expr(c, v); }

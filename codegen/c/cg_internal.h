@@ -1,7 +1,10 @@
 /* Shared by the C generator's driver files (emit_c.c, cg_plan.c, cg_dynamic.c,
- * cg_project.c); emitters see only cg.h. */
+ * cg_dynamic_emit.c, cg_dynamic_bounds.c, cg_project.c); emitters see only cg.h. */
 #ifndef MG_CG_INTERNAL_H
 #define MG_CG_INTERNAL_H
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
 #include "cg.h"
 #include "codegen.h"
 #include "lower.h"
@@ -108,4 +111,100 @@ int cg_out_dims_offset(const mg_graph *g, int j);
 int cg_kernel_flags(mg_op op);
 /* View ops: output = input 0's bytes, relabelled. */
 int cg_is_view(const mg_node *n);
+/* ---- shared by cg_dynamic.c and cg_dynamic_emit.c ---- */
+
+/* A value's dims in cg_dynamic.c and cg_dynamic_emit.c: largest sizes, C
+ * expressions, which vary. */
+typedef struct {
+  int rank;
+  int64_t max[MG_MAX_RANK];
+  const char *expr[MG_MAX_RANK]; /* NULL: the node's emitter sets it */
+  unsigned mask;                 /* dims that vary at run time */
+} dshape;
+
+/* A formatted string in c's string arena ("0", with the body marked failed, when
+ * out of memory). */
+static inline const char *str(cg_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline const char *str(cg_ctx *c, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  const char *s = mg_arena_strdup(&c->strings, buf);
+  if (!s) c->body.failed = 1;
+  return s ? s : "0";
+}
+
+/* Whether v is a value of c's graph (not of a subgraph or detached). */
+static inline int in_graph(const cg_ctx *c, const mg_value *v) {
+  return v && v->id >= 0 && v->id < c->g->n_values && c->g->values[v->id] == v;
+}
+
+/* Whether v is a tensor whose shape inference derived static dims. */
+static inline int is_static(const mg_value *v) {
+  return v && v->vtype == MG_VT_TENSOR && v->shape.rank >= 0 && mg_shape_is_static(&v->shape) &&
+         !v->shape_declared;
+}
+
+/* Whether v has run-time dims (slots in rd[]). */
+static inline int is_dyn(const cg_ctx *c, const mg_value *v) { return in_graph(c, v) && c->rd_off[v->id] >= 0; }
+
+/* v's dims as a dshape (v static or dynamic). */
+static inline void din(cg_ctx *c, const mg_value *v, dshape *s) {
+  memset(s, 0, sizeof *s);
+  s->rank = v->shape.rank;
+  s->mask = is_dyn(c, v) ? c->rd_mask[v->id] : 0;
+  for (int k = 0; k < s->rank; k++) {
+    s->max[k] = v->shape.d[k].v;
+    s->expr[k] = s->mask >> k & 1 ? str(c, "rd[%d]", c->rd_off[v->id] + k) : str(c, "%lld", (long long)s->max[k]);
+  }
+}
+
+/* The only varying axis of a dense dshape, or -1 when none varies. */
+static inline int varying_axis(const dshape *s) {
+  for (int k = 0; k < s->rank; k++)
+    if (s->mask >> k & 1) return k;
+  return -1;
+}
+
+/* "(e0 * e1 * ...)" over dims [from, to) of s. */
+static inline const char *prod_expr(cg_ctx *c, const dshape *s, int from, int to) {
+  char buf[1024];
+  size_t at = 0;
+  buf[0] = 0;
+  for (int k = from; k < to && at < sizeof buf - 64; k++)
+    at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s", k > from ? " * " : "", s->expr[k]);
+  return from >= to ? "1" : str(c, "(%s)", buf);
+}
+
+enum { MAX_OUTS = 64 }; /* outputs of a node cg_dynamic.c takes */
+
+/* A rule's work on one node: the outputs' dshapes, a guard, or why it has none. */
+typedef struct {
+  cg_ctx *c;
+  const mg_node *n;
+  dshape out[MAX_OUTS];
+  const char *guard;  /* C condition under which the node cannot run, or NULL */
+  const char *why;    /* why there is no rule */
+} rule_ctx;
+
+typedef struct {
+  int axis;
+  int64_t start, end, step;
+  int start_rt, end_rt; /* read at run time (one-element starts / ends) */
+} slice_spec;
+
+/* Slice's constant (or one-element run-time) starts, ends, axes and steps as one
+ * spec per sliced axis; DYN_FAILED (with r->why) when they are not usable. */
+int cg_dyn_slice_params(rule_ctx *r, const dshape *x, slice_spec *sp, int *n_sp);
+/* Upper bounds of v's elements (a small int tensor): its data when constant;
+ * *exact gets a bit per element known exactly (a constant, or a static dim).
+ * Returns the element count (at most 8), 0 when nothing is known. */
+int cg_dyn_vbound(cg_ctx *c, const mg_value *v, int64_t *hi, unsigned *exact);
+/* Records the bounds of n's output from its inputs' (cg_dynamic_bounds.c). */
+void cg_dyn_track_vbounds(cg_ctx *c, const mg_node *n);
+/* v's elements when each is known here (a constant, or exact bounds); -1 if not. */
+int64_t cg_dyn_known_ints(cg_ctx *c, const mg_value *v, int64_t *out, int64_t cap);
+
 #endif

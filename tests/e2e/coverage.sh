@@ -82,7 +82,8 @@ done
 
 # every <require> is enforced, and the report names the one that failed: an LSTM
 # with sequence_lens (MindSpore's rule wants input 4 absent), a Conv whose
-# auto_pad no MindSpore rule allows, a dtype aclnn's Equal rule excludes
+# auto_pad no MindSpore rule allows (symbolic spatial dims, so it stays), a dtype
+# aclnn's Equal rule excludes
 /usr/bin/python3 - "$work" <<'PY'
 import sys, numpy as np, onnx
 from onnx import helper as h, TensorProto as T, numpy_helper as nh
@@ -97,7 +98,10 @@ lens = nh.from_array(np.array([5], np.int32), "lens")
 for tag, extra in (("lstm_lens", ["lens"]), ("lstm_plain", [])):
     save(tag, [h.make_node("LSTM", ["x", "W", "R", "B"] + extra, ["y"], hidden_size=3)],
          [f("x", [5, 1, 4])], [f("y", None)], [w("W", 1, 12, 4), w("R", 1, 12, 3), w("B", 1, 24)] + ([lens] if extra else []))
+# symbolic spatial dims keep auto_pad (preparation resolves it only where they are static)
 save("conv_same_lower", [h.make_node("Conv", ["x", "k"], ["y"], auto_pad="SAME_LOWER", kernel_shape=[2, 2])],
+     [f("x", [1, 1, "h", "w"])], [f("y", None)], [w("k", 1, 1, 2, 2)])
+save("conv_same_lower_static", [h.make_node("Conv", ["x", "k"], ["y"], auto_pad="SAME_LOWER", kernel_shape=[2, 2])],
      [f("x", [1, 1, 5, 5])], [f("y", None)], [w("k", 1, 1, 2, 2)])
 save("equal_f32", [h.make_node("Equal", ["a", "b"], ["y"])], [f("a", [3]), f("b", [3])],
      [h.make_tensor_value_info("y", T.BOOL, None)])
@@ -115,6 +119,8 @@ req "LSTM with sequence_lens: MindSpore says which requirement failed" lstm_lens
 req "... and the same LSTM without it maps" lstm_plain mindspore supported "mindspore.nn.LSTM"
 req "Conv auto_pad=SAME_LOWER: MindSpore names the attribute and what its rules allow" conv_same_lower mindspore \
   unsupported-attribute "attribute auto_pad=SAME_LOWER; the rule allows"
+req "... and with static dims preparation writes its (asymmetric) pads: MindSpore's pads_tblr maps it" \
+  conv_same_lower_static mindspore supported "mindspore.nn.Conv2d"
 req "Equal on float32: aclnn names the dtype its rule excludes" equal_f32 ascend unsupported-dtype \
   "dtype float32; the rule allows"
 
