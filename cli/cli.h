@@ -27,6 +27,7 @@ void cli_safe_name(const char *in, char *out, size_t n);
  * out (stdout when NULL; 0, or -1 after printing why). */
 struct rule_set;
 int cli_coverage_rules(struct rule_set **rs, mg_diags *d);
+
 int cli_coverage_write(void *models, int n, const int *on, const char *format, const char *out);
 /* True if argv has -h/--help. */
 int cli_wants_help(int argc, char **argv);

@@ -8,7 +8,7 @@
  * OUTDIR` reads. */
 #include "cli.h"
 #include "codegen.h"
-#include "mindspore.h"
+#include "mindspore_step.h"
 #include "coverage.h"
 #include "export.h"
 #include "onnx_import.h"
@@ -419,62 +419,16 @@ static int write_checkpoint(convert_job *j) {
   return 0;
 }
 
-/* What net.py's parameters are called: the checkpoint's plan, and the binding of
- * each graph initializer to the tensor of the weights behind it. */
-typedef struct {
-  const wt_binding *b;
-  int nb;
-  const wt_plan_entry *plan;
-  int n_plan;
-} ms_tags;
-
-static const char *ms_param_tag(void *ctx, const mg_value *init, const char **why) {
-  const ms_tags *t = ctx;
-  const wt_binding *b = NULL;
-  for (int i = 0; i < t->nb && !b; i++)
-    if (!strcmp(t->b[i].init->name, init->name)) b = &t->b[i];
-  if (!b || b->kind == WT_UNBOUND || b->kind == WT_CONSTANT) return NULL;
-  switch (b->kind) {
-  case WT_BY_NAME: case WT_BY_VALUE: case WT_BY_SCOPE: break;
-  case WT_BN_FOLD_WEIGHT: case WT_BN_FOLD_BIAS:
-    *why = "the export folded a BatchNorm into this Conv; its nn.BatchNorm2d is not unfolded yet (export with "
-           "training=TrainingMode.PRESERVE for now)";
-    return NULL;
-  case WT_BY_TRANSPOSE: *why = "the export stores this weight transposed"; return NULL;
-  case WT_RNN_GATES: *why = "the export reorders this recurrent layer's gates"; return NULL;
-  default: *why = "the export computed this constant from a parameter"; return NULL;
-  }
-  for (int i = 0; i < t->n_plan; i++)
-    if (t->plan[i].src == b->src) {
-      if (t->plan[i].unsqueeze_axis >= 0) {
-        *why = "the checkpoint changes this parameter's layout (Conv1d as Conv2d)";
-        return NULL;
-      }
-      return t->plan[i].ms_name;
-    }
-  return NULL;
-}
-
 /* OUTDIR/mindspore/: net.py and run.py, from the rules' plan, with parameters
  * named as the checkpoint names them. */
 static int emit_mindspore_net(convert_job *j) {
   if (!j->ms_model || !j->rules) return 0;
-  wt_type_hint *hints = NULL;
-  wt_plan_entry *plan = NULL;
-  int n_hints = 0, n_plan = 0;
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/mindspore", j->outdir);
   ms_report r;
-  int rc = wt_graph_types(j->src, j->m, j->binds, j->n_binds, &hints, &n_hints, &j->d) ||
-           wt_plan(j->src, j->rules, hints, n_hints, &plan, &n_plan, &j->d);
   j->first_ms_diag = j->d.count;
-  if (!rc) {
-    ms_tags t = {j->binds, j->n_binds, plan, n_plan};
-    rc = emit_mindspore(j->ms_model, j->rs[MAP_TARGET_MINDSPORE], ms_param_tag, &t, dir, &r, &j->d);
-  }
-  wt_plan_free(plan, n_plan);
-  mg_free(hints);
-  if (rc) {
+  if (cli_emit_mindspore(j->ms_model, j->m, j->src, j->binds, j->n_binds, j->rules, j->rs[MAP_TARGET_MINDSPORE], dir,
+                         &r, &j->d)) {
     j->rc = EXIT_BAD_INPUT;
     return -1;
   }

@@ -1,6 +1,7 @@
 /* migc coverage MODEL.onnx... [--target cpu,ascend,mindspore] [--format md|json|html]
  *                [-o FILE] [--rules R.xml]... */
 #include "cli.h"
+#include "mindspore_step.h"
 #include "codegen.h"
 #include "coverage.h"
 #include <errno.h>
@@ -430,7 +431,8 @@ int cmd_coverage(int argc, char **argv) {
   for (int i = 0; i < n_models; i++) {
     if (n_models > 1) fprintf(stderr, "coverage: [%d/%d] %s\n", i + 1, n_models, models[i]);
     /* the CPU column is the C emitter's own check, as convert runs it */
-    if (coverage_analyze(models[i], ov, n_ov, rs, r.on[MAP_TARGET_CPU] ? cg_check_model : NULL, &r.models[i], &d))
+    if (coverage_analyze(models[i], ov, n_ov, rs, r.on[MAP_TARGET_CPU] ? cg_check_model : NULL,
+                         r.on[MAP_TARGET_MINDSPORE] ? cli_mindspore_check : NULL, &r.models[i], &d))
       rc = EXIT_BAD_INPUT;
     r.n_models++;
   }

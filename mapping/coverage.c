@@ -207,8 +207,8 @@ int coverage_end(cov_model *cm) {
 }
 
 int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_override *ov, int n_ov,
-                           rule_set *const rs[MAP_TARGET_COUNT], cov_cpu_check cpu_check, cov_model *cm,
-                           mg_diags *d) {
+                           rule_set *const rs[MAP_TARGET_COUNT], cov_cpu_check cpu_check, cov_rules_check ms_check,
+                           cov_model *cm, mg_diags *d) {
   if (coverage_begin(cm, m, path)) goto oom;
   m->derive_shapes_only = 1; /* as convert prepares it: no shape taken on trust */
   const char *saved = d->file;
@@ -219,6 +219,13 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   }
   d->file = saved;
   if (coverage_map(cm, m, rs)) goto oom;
+  if (ms_check && rs[MAP_TARGET_MINDSPORE] && !cm->prepare_failed) {
+    mg_diags quiet;
+    mg_diags_init(&quiet);
+    int rc = ms_check(m, rs[MAP_TARGET_MINDSPORE], &quiet) < 0 ? 0 : coverage_emitter(cm, MAP_TARGET_MINDSPORE, &quiet, 0);
+    mg_diags_free(&quiet);
+    if (rc) goto oom;
+  }
   if (cpu_check && !cm->prepare_failed) {
     /* the emitter's diagnostics are the report's, not the caller's to print */
     mg_diags quiet;
@@ -236,7 +243,7 @@ oom:
 }
 
 int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, rule_set *const rs[MAP_TARGET_COUNT],
-                     cov_cpu_check cpu_check, cov_model *cm, mg_diags *d) {
+                     cov_cpu_check cpu_check, cov_rules_check ms_check, cov_model *cm, mg_diags *d) {
   mg_model *m = NULL;
   size_t first = d->count;
   if (onnx_import(path, d, &m)) {
@@ -246,7 +253,7 @@ int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, ru
     cm->error = mg_arena_strdup(&cm->arena, line);
     return -1;
   }
-  int rc = coverage_analyze_model(m, path, ov, n_ov, rs, cpu_check, cm, d);
+  int rc = coverage_analyze_model(m, path, ov, n_ov, rs, cpu_check, ms_check, cm, d);
   mg_model_free(m);
   return rc;
 }

@@ -42,6 +42,8 @@ typedef struct {
  * writing anything (codegen's cg_check_model), recording one unsupported
  * diagnostic per node it cannot take. It may rewrite m. */
 typedef int (*cov_cpu_check)(mg_model *m, mg_diags *d);
+/* A rules target's emitter check: the nodes it refuses, as unsupported diagnostics. */
+typedef int (*cov_rules_check)(mg_model *m, const rule_set *rs, mg_diags *d);
 
 /* The analysis in steps, for a caller that also converts the model:
  *   coverage_begin     before mg_prepare: records the model's own nodes;
@@ -68,15 +70,18 @@ int coverage_end(cov_model *cm);
 /* Imports and analyses one model; never fails on unsupported ops (they are the
  * point). Returns 0, or -1 when the model cannot be read (cm->error says why). The
  * rule sets are indexed by target; rs[MAP_TARGET_CPU] is unused. cpu_check NULL:
- * the CPU target is reported as not checked (dynamic-shape, "not checked"). */
+ * the CPU target is reported as not checked (dynamic-shape, "not checked").
+ * ms_check (may be NULL: the rules alone decide) is the MindSpore emitter's check,
+ * run on the prepared model before the CPU check rewrites it; the nodes it refuses
+ * take its reason (coverage_emitter). */
 int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, rule_set *const rs[MAP_TARGET_COUNT],
-                     cov_cpu_check cpu_check, cov_model *cm, mg_diags *d);
+                     cov_cpu_check cpu_check, cov_rules_check ms_check, cov_model *cm, mg_diags *d);
 /* The same over an imported model that has not been prepared yet: it runs
  * mg_prepare (with the shape overrides) on m, which the caller keeps and frees;
  * the CPU check then rewrites m. Node names are copied, so cm outlives m. */
 int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_override *ov, int n_ov,
-                           rule_set *const rs[MAP_TARGET_COUNT], cov_cpu_check cpu_check, cov_model *cm,
-                           mg_diags *d);
+                           rule_set *const rs[MAP_TARGET_COUNT], cov_cpu_check cpu_check, cov_rules_check ms_check,
+                           cov_model *cm, mg_diags *d);
 void coverage_free(cov_model *cm);
 /* Converted rate (0..1) of target t. */
 double coverage_rate(const cov_model *cm, int t);

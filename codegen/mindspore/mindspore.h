@@ -25,7 +25,7 @@ typedef struct {
   int n_unsupported;  /* nodes the script cannot compute: each an unsupported diagnostic */
 } ms_report;
 
-/* Writes dir/net.py and dir/run.py for m. A node with no MindSpore call, or whose
+/* Writes dir/net.py and dir/run.py for m (dir NULL: writes nothing, a check). A node with no MindSpore call, or whose
  * arguments or parameters cannot be expressed, is an unsupported diagnostic naming
  * it, and its statement raises NotImplementedError with the same reason, so the
  * script never computes something else in its place. Returns 0 when the files
