@@ -12,7 +12,7 @@ static const struct {
     {"weights", cmd_weights, "torch .pth/.safetensors/ONNX weights to a MindSpore .ckpt with MindSpore names"},
     {"coverage", cmd_coverage, "every op a target cannot take yet, per model and across models (md, json, html)"},
     {"ckpt", cmd_ckpt, "MindSpore checkpoints: dump tensors with checksums, or diff two by tag"},
-    {"convert", cmd_convert, "generate a C project for CPUs (plus checkpoint and coverage report)"},
+    {"convert", cmd_convert, "C project for CPUs, MindSpore net.py, checkpoint and coverage report"},
     {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},
     {"conformance", cmd_conformance, "run ONNX backend test folders; N passed, N failed, N skipped"},
     {"verify", cmd_verify, "parity gate: outputs and gradients against PyTorch, first diverging node, JUnit"},
