@@ -64,6 +64,18 @@ static void py_float(cg_buf *b, double f) {
   cg_buf_printf(b, "%s%s", s, strpbrk(s, ".en") ? "" : ".0");
 }
 
+/* s as a Python string literal: quotes, backslashes and bytes outside printable
+ * ASCII escaped, so a node name or an attribute can never end it early. */
+static void py_string(cg_buf *b, const char *s) {
+  cg_buf_printf(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') cg_buf_printf(b, "\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f) cg_buf_printf(b, "\\x%02x", *p);
+    else cg_buf_printf(b, "%c", *p);
+  }
+  cg_buf_printf(b, "\"");
+}
+
 static const char *np_dtype(mg_dtype t) {
   switch (t) {
   case MG_F32: return "np.float32"; case MG_F64: return "np.float64"; case MG_F16: return "np.float16";
@@ -138,9 +150,7 @@ static const char *value_expr(ms_ctx *c, const mg_node *n, const map_value *v, c
     cg_buf_printf(&b, ")");
     break;
   case MV_STRING:
-    cg_buf_printf(&b, "'");
-    for (const char *p = v->s; *p; p++) cg_buf_printf(&b, *p == '\'' || *p == '\\' ? "\\%c" : "%c", *p);
-    cg_buf_printf(&b, "'");
+    py_string(&b, v->s);
     break;
   case MV_DTYPE:
     if (!v->s) { *why = "a dtype with no MindSpore spelling"; return NULL; }
@@ -222,7 +232,13 @@ static const char *local_name(ms_ctx *c, const char *path) {
 
 static void unsupported(ms_ctx *c, const mg_node *n, const char *why) {
   mg_diag_add(c->d, MG_SEV_ERROR, MG_D_UNSUPPORTED, n->name, n->op_type, "mindspore: %s", why);
-  cg_buf_printf(&c->body, "        raise NotImplementedError(\"node '%s' (%s): %s\")\n", n->name, n->op_type, why);
+  cg_buf msg = {0};
+  cg_buf_printf(&msg, "node '%s' (%s): %s", n->name, n->op_type, why);
+  cg_buf_printf(&c->body, "        raise NotImplementedError(");
+  py_string(&c->body, msg.s ? msg.s : "");
+  cg_buf_printf(&c->body, ")\n");
+  c->failed |= msg.failed;
+  cg_buf_free(&msg);
   c->r->n_unsupported++;
 }
 
@@ -319,8 +335,8 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
  * the expression that stands for it. */
 static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
   if (k->decl) return k->decl;
-  int numeric = k->kids != NULL, count = 0;
-  for (const ms_cell *x = k->kids; x; x = x->next) numeric &= is_number(x->name), count++;
+  int numeric = k->kids != NULL;
+  for (const ms_cell *x = k->kids; x; x = x->next) numeric &= is_number(x->name);
   const char *me = local_name(c, path);
   if (numeric) {
     /* an nn.CellList: children 0..max, gaps filled by cells with no parameter */
@@ -341,7 +357,6 @@ static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
       cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
     }
   }
-  (void)count;
   return me;
 }
 
@@ -403,14 +418,28 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   python_names(&c);
   mg_graph *g = m->graph;
   for (int i = 0; i < g->n_nodes && !c.failed; i++) emit_node(&c, g->nodes[i]);
+  /* the return first: a constant output is written inline and needs numpy */
+  cg_buf ret = {0};
+  for (int i = 0; i < g->n_outputs; i++) {
+    const char *why = NULL, *e = tensor_expr(&c, g->outputs[i], &why);
+    if (!e) { /* never a None in its place */
+      mg_diag_add(d, MG_SEV_ERROR, MG_D_UNSUPPORTED, g->outputs[i]->name, NULL, "mindspore: graph output: %s", why);
+      r->n_unsupported++;
+      cg_buf_printf(&c.body, "        raise NotImplementedError(");
+      py_string(&c.body, why);
+      cg_buf_printf(&c.body, ")\n");
+      e = "None";
+    }
+    cg_buf_printf(&ret, "%s%s", i ? ", " : "", e);
+  }
   cg_buf net = {0};
   cg_buf_printf(&net, "\"\"\"The network of %s, for MindSpore: its parameters are the tags of model.ckpt.\n"
                       "Written by migc; every API argument is given explicitly.\"\"\"\n"
                       "%simport mindspore\nfrom mindspore import nn\n\n"
                       "INPUTS = [", m->path ? m->path : "the model", c.uses_numpy ? "import numpy as np\n" : "");
-  for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, "%s'%s'", i ? ", " : "", g->inputs[i]->name);
+  for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, "%s", i ? ", " : ""), py_string(&net, g->inputs[i]->name);
   cg_buf_printf(&net, "]\nOUTPUTS = [");
-  for (int i = 0; i < g->n_outputs; i++) cg_buf_printf(&net, "%s'%s'", i ? ", " : "", g->outputs[i]->name);
+  for (int i = 0; i < g->n_outputs; i++) cg_buf_printf(&net, "%s", i ? ", " : ""), py_string(&net, g->outputs[i]->name);
   cg_buf_printf(&net, "]\nOUTPUT_FILES = [");
   for (int i = 0; i < g->n_outputs; i++) {
     char id[256];
@@ -425,14 +454,9 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   cg_buf_printf(&net, "%s", c.init.s ? c.init.s : "");
   cg_buf_printf(&net, "\n    def construct(self");
   for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, ", %s", c.pyname[g->inputs[i]->id]);
-  cg_buf_printf(&net, "):\n%s        return ", c.body.s ? c.body.s : "");
-  for (int i = 0; i < g->n_outputs; i++) {
-    const char *why = NULL, *e = tensor_expr(&c, g->outputs[i], &why);
-    cg_buf_printf(&net, "%s%s", i ? ", " : "", e ? e : "None");
-  }
-  cg_buf_printf(&net, "\n");
+  cg_buf_printf(&net, "):\n%s        return %s\n", c.body.s ? c.body.s : "", ret.s ? ret.s : "None");
   int rc = 0;
-  if (c.failed || net.failed || c.init.failed || c.body.failed) {
+  if (c.failed || net.failed || c.init.failed || c.body.failed || ret.failed) {
     mg_error(d, OOM, NULL, NULL, "out of memory writing the MindSpore script");
     rc = -1;
   } else if (!dir) {
@@ -444,6 +468,7 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
     rc = cg_write_text(d, dir, "net.py", net.s) || cg_write_text(d, dir, "run.py", RUN_PY) ? -1 : 0;
   }
   cg_buf_free(&net);
+  cg_buf_free(&ret);
   cg_buf_free(&c.init);
   cg_buf_free(&c.body);
   mg_arena_destroy(&c.a);
