@@ -36,6 +36,7 @@ test: setup build build-asan
 
 test-zoo: setup build
 	@tests/e2e/zoo.sh $(BUILD)
+	@tests/e2e/mindspore_zoo.sh $(BUILD)
 
 demo: setup build
 	@tools/demo.sh $(BUILD)

@@ -194,12 +194,25 @@ typedef struct {
   const char *weights; /* --weights, or NULL: the graph's own initializers */
   wt_binding *binds;
   int n_binds;
+  int want_ms_copy;    /* the MindSpore target wants its own copy, taken before folding */
+  mg_model *ms_copy;
 } bind_step;
 
 static int bind_step_run(mg_model *m, void *ctx, mg_diags *d) {
   bind_step *b = ctx;
   if (wt_bind(b->src, m, &b->binds, &b->n_binds, d)) return -1;
-  return b->weights ? bind_weights(b->src, m, b->binds, b->n_binds, b->weights, d) : 0;
+  if (b->weights && bind_weights(b->src, m, b->binds, b->n_binds, b->weights, d)) return -1;
+  /* The script trains: a parameter read through a Reshape or an Expand (vit's
+   * class_token, convnext's layer_scale) must stay a parameter, not become the
+   * constant that folding would make of it, so that copy keeps parameter paths. */
+  if (b->want_ms_copy) {
+    if (!(b->ms_copy = mg_model_clone(m))) {
+      mg_error(d, OOM, NULL, NULL, "out of memory copying the model for the MindSpore target");
+      return -1;
+    }
+    b->ms_copy->keep_param_paths = 1;
+  }
+  return 0;
 }
 
 /* Without --weights the checkpoint names are the export's initializer names: say
@@ -340,20 +353,26 @@ static int begin_coverage(convert_job *j) {
  * so that what folding computes from them (an LSTM's sliced gates in a PRESERVE
  * export) is computed from the .pth. */
 static int prepare_model(convert_job *j) {
-  bind_step bs = {j->src, j->weights, NULL, 0};
+  bind_step bs = {j->src, j->weights, NULL, 0, j->want[MAP_TARGET_MINDSPORE] && !j->cpu_only, NULL};
   int bad = !j->m || mg_prepare_with(j->m, j->ov, j->n_ov, bind_step_run, &bs, &j->d);
   j->binds = bs.binds, j->n_binds = bs.n_binds;
+  j->ms_model = bs.ms_copy;
+  if (!bad && j->ms_model) { /* the main preparation has reported what this one would say again */
+    mg_diags quiet;
+    mg_diags_init(&quiet);
+    if ((bad = mg_prepare(j->ms_model, j->ov, j->n_ov, &quiet)))
+      for (size_t i = 0; i < quiet.count; i++)
+        if (quiet.items[i].severity == MG_SEV_ERROR)
+          mg_diag_add(&j->d, MG_SEV_ERROR, quiet.items[i].code, quiet.items[i].node, quiet.items[i].op,
+                      "mindspore: preparing its copy: %s", quiet.items[i].message);
+    mg_diags_free(&quiet);
+  }
   if (bad) {
     j->rc = EXIT_BAD_INPUT;
     return -1;
   }
   j->t_import = seconds();
   for (int i = 0; i < j->n_binds; i++) j->unbound += j->binds[i].kind == WT_UNBOUND;
-  if (j->want[MAP_TARGET_MINDSPORE] && !j->cpu_only && !(j->ms_model = mg_model_clone(j->m))) {
-    mg_error(&j->d, OOM, NULL, NULL, "out of memory copying the model for the MindSpore target");
-    j->rc = EXIT_INTERNAL;
-    return -1;
-  }
   if (j->have_cm && coverage_map(&j->cm, j->m, j->rs)) {
     j->rc = EXIT_INTERNAL;
     return -1;
@@ -434,6 +453,10 @@ static int emit_mindspore_net(convert_job *j) {
   }
   fprintf(stderr, "convert: mindspore: %d statements, %d cells, %d parameters, %d not converted (%s/net.py)\n",
           r.n_nodes, r.n_cells, r.n_params, r.n_unsupported, dir);
+  if (r.n_bn_unfolded)
+    fprintf(stderr, "convert: mindspore: %d BatchNorm%s the export folded into a Conv unfolded into nn.BatchNorm2d "
+                    "(momentum: torch's default 0.1, which a state_dict does not record)\n",
+            r.n_bn_unfolded, r.n_bn_unfolded == 1 ? "" : "s");
   if (j->strict && j->want[MAP_TARGET_MINDSPORE] && r.n_unsupported) {
     strict_names_emitted(&j->d, "mindspore", j->first_ms_diag);
     j->rc = EXIT_BAD_INPUT;

@@ -1,6 +1,7 @@
 /* The MindSpore emitter as convert runs it and as coverage checks it: parameters
  * named as the checkpoint names them (the weights' binding and naming plan). */
 #include "mindspore_step.h"
+#include "mindspore_unfold.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ typedef struct {
 
 /* ms_param_tag_fn: an initializer's checkpoint tag, through its binding to the
  * weights and the naming plan; what the script cannot hold as it is says why. */
-static const char *ms_param_tag(void *ctx, const mg_value *init, const char **why) {
+static const char *ms_param_tag(void *ctx, const mg_value *init, int *transposed, const char **why) {
   const ms_tags *t = ctx;
   const wt_binding *b = NULL;
   for (int i = 0; i < t->nb && !b; i++)
@@ -27,11 +28,11 @@ static const char *ms_param_tag(void *ctx, const mg_value *init, const char **wh
   if (!b || b->kind == WT_UNBOUND || b->kind == WT_CONSTANT) return NULL;
   switch (b->kind) {
   case WT_BY_NAME: case WT_BY_VALUE: case WT_BY_SCOPE: break;
+  case WT_BY_TRANSPOSE: *transposed = 1; break;
   case WT_BN_FOLD_WEIGHT: case WT_BN_FOLD_BIAS:
-    *why = "the export folded a BatchNorm into this Conv; its nn.BatchNorm2d is not unfolded yet (export with "
-           "training=TrainingMode.PRESERVE for now)";
+    *why = "the export folded a BatchNorm into this Conv, and the source's Conv and BatchNorm tensors "
+           "cannot be read in the Conv's dtype to unfold it";
     return NULL;
-  case WT_BY_TRANSPOSE: *why = "the export stores this weight transposed"; return NULL;
   case WT_RNN_GATES: *why = "the export reorders this recurrent layer's gates"; return NULL;
   default: *why = "the export computed this constant from a parameter"; return NULL;
   }
@@ -52,10 +53,15 @@ int cli_emit_mindspore(mg_model *copy, const mg_model *m, const wt_source *src, 
   wt_plan_entry *plan = NULL;
   int n_hints = 0, n_plan = 0;
   int rc = wt_graph_types(src, m, b, nb, &hints, &n_hints, d) || wt_plan(src, rules, hints, n_hints, &plan, &n_plan, d);
+  wt_binding *unfolded = NULL;
+  int n_unfolded_b = 0, n_bn = 0;
+  rc = rc || ms_unfold_batchnorm(copy, src, b, nb, &unfolded, &n_unfolded_b, &n_bn, d);
   if (!rc) {
-    ms_tags t = {b, nb, plan, n_plan};
+    ms_tags t = {unfolded, n_unfolded_b, plan, n_plan};
     rc = emit_mindspore(copy, rs, ms_param_tag, &t, dir, r, d);
+    r->n_bn_unfolded = n_bn;
   }
+  mg_free(unfolded);
   wt_plan_free(plan, n_plan);
   mg_free(hints);
   return rc ? -1 : 0;

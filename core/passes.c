@@ -1,5 +1,6 @@
 #include "passes.h"
 #include "window_geom.h"
+#include <ctype.h>
 #include <string.h>
 
 static int clear_uses(mg_graph *g, void *ctx) {
@@ -86,6 +87,28 @@ static int is_graph_output(const mg_graph *g, const mg_value *v) {
   return 0;
 }
 
+/* Whether a value name is a torch parameter's (features.5.1.layer_scale), not
+ * one the exporter made up (onnx::Mul_123, /features/Mul_output_0). */
+static int is_torch_name(const char *s) {
+  if (!*s || strchr(s, ':') || strchr(s, '/')) return 0;
+  for (; *s; s++)
+    if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.')) return 0;
+  return 1;
+}
+
+/* Makes v (an Identity's output) an initializer holding init's data; 0 or -1. */
+static int own_initializer(mg_graph *g, mg_value *v, const mg_value *init) {
+  mg_value **inits = mg_arena_alloc(&g->model->arena, sizeof *inits * (size_t)(g->n_inits + 1));
+  if (!inits) return -1;
+  if (g->n_inits) memcpy(inits, g->inits, sizeof *inits * (size_t)g->n_inits);
+  inits[g->n_inits++] = v;
+  g->inits = inits;
+  v->kind = MG_V_INIT, v->producer = NULL, v->producer_slot = 0;
+  v->vtype = init->vtype, v->dtype = init->dtype, v->shape = init->shape;
+  v->data = init->data, v->nbytes = init->nbytes;
+  return 0;
+}
+
 static int identity_graph(mg_graph *g, void *ctx) {
   int *changed = ctx;
   char *dead = mg_calloc((size_t)g->n_nodes + 1, 1);
@@ -99,6 +122,19 @@ static int identity_graph(mg_graph *g, void *ctx) {
       bypass = !training && !mask_used;
     }
     if (!bypass || !n->out[0] || is_graph_output(g, n->out[0])) continue;
+    if (n->op == MG_OP_Identity && n->in[0]->kind == MG_V_INIT && n->in[0]->data && is_torch_name(n->out[0]->name)) {
+      /* torch.onnx deduplicates parameters of equal value into Identity nodes
+       * named after the parameter they stand for (convnext's layer_scale): that
+       * name is a parameter of its own, sharing the data, so that a weights
+       * binding and a trainable target keep torch's parameters apart */
+      if (own_initializer(g, n->out[0], n->in[0])) {
+        mg_free(dead);
+        return -1;
+      }
+      dead[i] = 1;
+      (*changed)++;
+      continue;
+    }
     replace_ctx r = {n->out[0], n->in[0]};
     mg_graph_walk(g, replace_in_graph, &r);
     dead[i] = 1;

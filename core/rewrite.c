@@ -86,6 +86,22 @@ mg_value *mg_rw_const(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape
   return v;
 }
 
+mg_value *mg_rw_init(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape, const void *data,
+                     size_t nbytes) {
+  mg_value *v = mg_rw_const(w, base, dtype, shape, data, nbytes);
+  if (!v) return NULL;
+  mg_value **inits = mg_arena_alloc(&w->m->arena, sizeof *inits * (size_t)(w->g->n_inits + 1));
+  if (!inits) {
+    w->failed = 1;
+    return NULL;
+  }
+  if (w->g->n_inits) memcpy(inits, w->g->inits, sizeof *inits * (size_t)w->g->n_inits);
+  inits[w->g->n_inits++] = v;
+  w->g->inits = inits;
+  v->kind = MG_V_INIT;
+  return v;
+}
+
 mg_value *mg_rw_const_i64(mg_rw *w, const char *base, const int64_t *v, int n, int rank) {
   mg_shape s = {.rank = rank ? 1 : 0};
   s.d[0].v = n;
@@ -175,6 +191,13 @@ void mg_rw_attr_int(mg_rw *w, mg_node *n, const char *name, int64_t v) {
   if (!a) return;
   a->kind = MG_ATTR_INT;
   a->i = v;
+}
+
+void mg_rw_attr_float(mg_rw *w, mg_node *n, const char *name, float v) {
+  mg_attr *a = add_attr(w, n, name);
+  if (!a) return;
+  a->kind = MG_ATTR_FLOAT;
+  a->f = v;
 }
 
 void mg_rw_attr_ints(mg_rw *w, mg_node *n, const char *name, const int64_t *v, int count) {

@@ -31,6 +31,10 @@ mg_value *mg_rw_value(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape
 /* A constant holding data (nbytes bytes, C order) of the given dtype and shape. */
 mg_value *mg_rw_const(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape, const void *data,
                       size_t nbytes);
+/* An initializer (a named parameter, appended to the graph's inits) holding data,
+ * as mg_rw_const; for a pass that splits one parameter into the ones it came from. */
+mg_value *mg_rw_init(mg_rw *w, const char *base, mg_dtype dtype, const mg_shape *shape, const void *data,
+                     size_t nbytes);
 /* An int64 constant: a scalar when rank is 0, else a 1-D tensor of n elements. */
 mg_value *mg_rw_const_i64(mg_rw *w, const char *base, const int64_t *v, int n, int rank);
 /* A constant of the given float dtype (f32/f64/f16/bf16) and shape, every element
@@ -42,6 +46,7 @@ mg_node *mg_rw_node(mg_rw *w, mg_op op, const char *name, int n_in, mg_value *co
                     mg_value *const *out);
 /* Adds an attribute to a node mg_rw_node made. */
 void mg_rw_attr_int(mg_rw *w, mg_node *n, const char *name, int64_t v);
+void mg_rw_attr_float(mg_rw *w, mg_node *n, const char *name, float v);
 void mg_rw_attr_ints(mg_rw *w, mg_node *n, const char *name, const int64_t *v, int count);
 
 /* Whether two static shapes are equal. */

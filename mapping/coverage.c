@@ -163,7 +163,29 @@ int coverage_cpu(cov_model *cm, const mg_diags *d, size_t first) {
   return apply_emitter_diags(cm, MAP_TARGET_CPU, d, first);
 }
 
+/* Whether target t's emitter refused node `name` in d->items[first..]. */
+static int refused_by_emitter(int t, const mg_diags *d, size_t first, const char *name) {
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "%s: ", map_target_name(t));
+  for (size_t k = first; k < d->count; k++) {
+    const mg_diag *g = &d->items[k];
+    if (g->code == MG_D_UNSUPPORTED && g->node && g->message && !strcmp(g->node, name) &&
+        !strncmp(g->message, prefix, strlen(prefix)))
+      return 1;
+  }
+  return 0;
+}
+
 int coverage_emitter(cov_model *cm, int target, const mg_diags *d, size_t first) {
+  /* the emitter refuses, naming it, every node it cannot take; one the rules could
+   * not take that it did not refuse was computed at conversion time */
+  for (int i = 0; i < cm->n_nodes; i++) {
+    cov_node *c = &cm->nodes[i];
+    if (c->folded || c->status[target] == MAP_SUPPORTED || c->status[target] == MAP_DECOMPOSED) continue;
+    if (refused_by_emitter(target, d, first, c->name)) continue;
+    c->status[target] = MAP_SUPPORTED;
+    c->reason[target] = "computed at conversion time: every input is a constant";
+  }
   return apply_emitter_diags(cm, target, d, first);
 }
 

@@ -60,7 +60,9 @@ int coverage_map(cov_model *cm, mg_model *m, rule_set *const rs[MAP_TARGET_COUNT
 int coverage_cpu(cov_model *cm, const mg_diags *d, size_t first);
 /* After a rules target's emitter ran (the MindSpore one): the nodes it reported
  * in d->items[first..] (messages "mindspore: ...") take its status and reason;
- * the others keep the rules' verdict. */
+ * the others keep the rules' verdict, except that a node the rules could not take
+ * and the emitter did not refuse is converted (the emitter computed it at
+ * conversion time from constants). */
 int coverage_emitter(cov_model *cm, int target, const mg_diags *d, size_t first);
 /* Instead of coverage_cpu when the emitter failed as a whole (no C written):
  * every node not folded is unsupported, with the first error as the reason. */

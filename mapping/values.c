@@ -578,6 +578,17 @@ int ev_bool(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   return 0;
 }
 
+int ev_float(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  int fl;
+  int64_t i;
+  double f;
+  if (argc != 1 || ev_number(&argv[0], &fl, &i, &f))
+    return ev_fail(c, MAP_UNSUPPORTED_ATTR, "float(X) needs a number in '%s'", c->expr);
+  memset(out, 0, sizeof *out);
+  out->kind = MV_FLOAT, out->f = fl ? f : (double)i;
+  return 0;
+}
+
 /* The dtype argument of ms_dtype/acl_dtype: a dtype, or an ONNX dtype id. */
 static int dtype_arg(ev_ctx *c, const char *id, int argc, const map_value *argv, mg_dtype *t) {
   if (argc == 1 && argv[0].kind == MV_DTYPE) return *t = argv[0].dtype, 0;
@@ -593,8 +604,7 @@ static int spelled(ev_ctx *c, const char *id, mg_dtype t, const char *spelling, 
   return 0;
 }
 
-/* mindspore's dtype objects (mindspore.common.dtype). */
-static const char *ms_name(mg_dtype t) {
+const char *map_ms_dtype_name(mg_dtype t) {
   switch (t) {
   case MG_F32: return "mindspore.float32";
   case MG_F16: return "mindspore.float16";
@@ -640,7 +650,7 @@ static const char *acl_name(mg_dtype t) {
 
 int ev_ms_dtype(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   mg_dtype t;
-  return dtype_arg(c, "ms_dtype", argc, argv, &t) ? -1 : spelled(c, "ms_dtype", t, ms_name(t), out);
+  return dtype_arg(c, "ms_dtype", argc, argv, &t) ? -1 : spelled(c, "ms_dtype", t, map_ms_dtype_name(t), out);
 }
 
 int ev_acl_dtype(ev_ctx *c, int argc, const map_value *argv, map_value *out) {

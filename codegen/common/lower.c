@@ -16,8 +16,7 @@
  * more in the weights file than computing it at run time. */
 #define FOLD_MAX_BYTES ((size_t)64 << 20)
 
-/* Evaluates node n if all its inputs are constant; 1 folded, 0 not, -1 OOM. */
-static int fold_with_interp(mg_model *m, mg_node *n) {
+int cg_fold_node(mg_model *m, mg_node *n) {
   /* a Gradient's value depends on the graph around it, not only on its inputs */
   if (mg_op_is_random(n->op) || n->op == MG_OP_Gradient || n->op == MG_OP_UNKNOWN || n->n_out > 64) return 0;
   for (int i = 0; i < n->n_in; i++)
@@ -62,7 +61,7 @@ static int fold_with_interp(mg_model *m, mg_node *n) {
 static int fold_graph_nodes(mg_model *m, int *folded) {
   mg_graph *g = m->graph;
   for (int i = 0; i < g->n_nodes; i++) {
-    int r = fold_with_interp(m, g->nodes[i]);
+    int r = cg_fold_node(m, g->nodes[i]);
     if (r < 0) return -1;
     *folded += r;
   }

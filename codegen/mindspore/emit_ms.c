@@ -1,6 +1,8 @@
 /* The MindSpore network script: net.py (class Net(nn.Cell)) and run.py. */
 #include "mindspore.h"
 #include "arena.h"
+#include "lower.h"
+#include "npy.h"
 #include "text.h"
 #include "writer.h"
 #include <stdarg.h>
@@ -16,6 +18,7 @@ enum { MS_INLINE_MAX = 4096 }; /* elements of a constant written into net.py */
 typedef struct ms_cell {
   const char *name;          /* child name: "layer1", "0", "conv1" */
   const char *decl;          /* a leaf's constructor call; NULL for a container */
+  int param;                 /* the leaf is a Parameter, not a layer */
   struct ms_cell *kids, *next;
 } ms_cell;
 
@@ -32,6 +35,8 @@ typedef struct {
   ms_report *r;
   int failed;                /* out of memory */
   int uses_numpy;            /* a constant was written inline */
+  const mg_value **consts;   /* constants too large for net.py: constants/K.npy, self.constK */
+  int n_consts, cap_consts;
 } ms_ctx;
 
 static char *dupf(ms_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -46,6 +51,10 @@ static char *dupf(ms_ctx *c, const char *fmt, ...) {
   if (!s) c->failed = 1;
   return s;
 }
+
+static ms_cell *child(ms_ctx *c, ms_cell *p, const char *name, size_t len);
+static const char *access_path(ms_ctx *c, const char *path);
+static const char *np_dtype(mg_dtype t);
 
 /* A Python float literal that reads back as the same double. */
 static void py_float(cg_buf *b, double f) {
@@ -85,21 +94,87 @@ static const char *np_dtype(mg_dtype t) {
   }
 }
 
+/* The expression of parameter `tag` (initializer v, or its transpose when
+ * transposed) read by a node that is not a layer: a Parameter at the tag's path of
+ * the Cell tree, made on first use, zeros until the checkpoint loads it. Floating
+ * point ones train; integer ones (a torch buffer such as an index table) do not. */
+static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, int transposed, const char **why) {
+  const char *npt = np_dtype(v->dtype), *mst = map_ms_dtype_name(v->dtype);
+  if (!npt || !mst || !mg_shape_is_static(&v->shape) || (transposed && v->shape.rank != 2)) {
+    *why = dupf(c, "parameter '%s' has a dtype or shape a Parameter cannot be made of", tag);
+    return NULL;
+  }
+  ms_cell *at = &c->root;
+  const char *last = tag;
+  for (const char *q = tag; *q && at;) {
+    size_t len = strcspn(q, ".");
+    last = q;
+    at = child(c, at, q, len);
+    q += len + (q[len] == '.');
+  }
+  if (!at) return NULL;
+  if (at->kids || (at->decl && !at->param)) {
+    *why = dupf(c, "parameter '%s' has the path of a layer", tag);
+    return NULL;
+  }
+  if (!at->decl) {
+    cg_buf b = {0};
+    cg_buf_printf(&b, "mindspore.Parameter(default_input=mindspore.Tensor(input_data=np.zeros((");
+    for (int k = 0; k < v->shape.rank; k++)
+      cg_buf_printf(&b, "%lld, ", (long long)v->shape.d[transposed ? v->shape.rank - 1 - k : k].v);
+    int trains = mg_dtype_is_float(v->dtype);
+    cg_buf_printf(&b, "), dtype=%s), dtype=%s, shape=None, init=None, const_arg=False, device=None), name=", npt, mst);
+    py_string(&b, last);
+    cg_buf_printf(&b, ", requires_grad=%s, layerwise_parallel=False, parallel_optimizer=True, storage_format=\"\", "
+                      "device=None)", trains ? "True" : "False");
+    at->decl = b.failed ? NULL : mg_arena_strdup(&c->a, b.s);
+    cg_buf_free(&b);
+    if (!at->decl) { c->failed = 1; return NULL; }
+    at->param = 1;
+    c->uses_numpy = 1;
+    c->r->n_params++;
+  }
+  const char *e = access_path(c, tag);
+  return transposed ? dupf(c, "mindspore.ops.transpose(%s, (1, 0))", e) : e;
+}
+
 /* The Python expression of a tensor value used by construct: a graph input or a
  * node's output by its name, a parameter by its attribute path, a small constant
  * inline. NULL (after recording why in *why) when it cannot be written. */
 static const char *tensor_expr(ms_ctx *c, const mg_value *v, const char **why) {
   if (v->id >= 0 && v->id < c->m->graph->n_values && c->m->graph->values[v->id] == v && c->pyname[v->id])
     return c->pyname[v->id];
+  if (v->kind == MG_V_INIT) {
+    const char *w = NULL;
+    int transposed = 0;
+    const char *tag = c->tag(c->tag_ctx, v, &transposed, &w);
+    if (w) { *why = w; return NULL; }
+    if (tag) return param_expr(c, v, tag, transposed, why);
+  }
   if (!v->data) {
     *why = "a value the script does not compute";
     return NULL;
   }
   int64_t n = mg_shape_numel(&v->shape);
   const char *npt = np_dtype(v->dtype);
-  if (!npt || n < 0 || n > MS_INLINE_MAX || !mg_shape_is_static(&v->shape)) {
-    *why = !npt ? "a constant of a dtype net.py does not write" : "a constant too large to write into net.py";
+  if (!npt || n < 0 || !mg_shape_is_static(&v->shape)) {
+    *why = !npt ? "a constant of a dtype net.py does not write" : "a constant of unknown shape";
     return NULL;
+  }
+  if (n > MS_INLINE_MAX) { /* a file beside net.py, read once in __init__ */
+    int k = 0;
+    while (k < c->n_consts && c->consts[k] != v) k++;
+    if (k == c->n_consts) {
+      if (c->n_consts == c->cap_consts) {
+        int cap = c->cap_consts ? 2 * c->cap_consts : 16;
+        const mg_value **p = mg_arena_alloc(&c->a, sizeof *p * (size_t)cap);
+        if (!p) { c->failed = 1, *why = "out of memory"; return NULL; }
+        if (c->n_consts) memcpy(p, c->consts, sizeof *p * (size_t)c->n_consts);
+        c->consts = p, c->cap_consts = cap;
+      }
+      c->consts[c->n_consts++] = v;
+    }
+    return dupf(c, "self.const%d", k);
   }
   cg_buf b = {0};
   c->uses_numpy = 1;
@@ -251,9 +326,15 @@ static const char *cell_path(ms_ctx *c, const mg_node *n, const char **why) {
   for (int i = 0; i < n->n_in; i++) {
     const mg_value *v = n->in[i];
     if (!v || v->kind != MG_V_INIT) continue;
-    const char *w = NULL, *t = c->tag(c->tag_ctx, v, &w);
+    const char *w = NULL;
+    int transposed = 0;
+    const char *t = c->tag(c->tag_ctx, v, &transposed, &w);
     if (w) { *why = w; return NULL; }
     if (!t) continue;
+    if (transposed) {
+      *why = dupf(c, "parameter '%s' is stored transposed by the export, and this layer takes torch's layout", t);
+      return NULL;
+    }
     const char *dot = strrchr(t, '.');
     if (!dot) {
       *why = dupf(c, "parameter '%s' has no torch module path (an export's anonymous name): give --weights "
@@ -276,8 +357,36 @@ static const char *cell_path(ms_ctx *c, const mg_node *n, const char **why) {
   return dupf(c, "%.*s", (int)plen, path);
 }
 
+/* Whether node n reads a parameter of the checkpoint (or an initializer the script
+ * cannot hold): such a node is never folded, so that it trains. */
+static int reads_param(ms_ctx *c, const mg_node *n) {
+  for (int i = 0; i < n->n_in; i++) {
+    const mg_value *v = n->in[i];
+    if (!v || v->kind != MG_V_INIT) continue;
+    const char *why = NULL;
+    int transposed = 0;
+    if (c->tag(c->tag_ctx, v, &transposed, &why) || why) return 1;
+  }
+  return 0;
+}
+
+/* Whether every output of n is known at conversion time: it needs no statement. */
+static int is_folded(const mg_node *n) {
+  int any = 0;
+  for (int k = 0; k < n->n_out; k++) {
+    if (!n->out[k]) continue;
+    if (!n->out[k]->data) return 0;
+    any = 1;
+  }
+  return any;
+}
+
 /* One node: its statement in construct, and for a cell its leaf in the tree. */
 static void emit_node(ms_ctx *c, const mg_node *n) {
+  if (is_folded(n)) {
+    c->r->n_folded++;
+    return;
+  }
   map_plan *p = map_node_plan(n, c->rs, &c->a);
   const char *why = NULL;
   if (!p) { c->failed = 1; return; }
@@ -307,8 +416,12 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
     return;
   }
   cg_buf lhs = {0};
-  for (int k = 0; k < n->n_out; k++)
-    cg_buf_printf(&lhs, "%s%s", k ? ", " : "", n->out[k] ? c->pyname[n->out[k]->id] : "_");
+  /* outputs no one reads after the last one read are not bound: Dropout's mask,
+   * which nn.Dropout does not return */
+  int n_bound = n->n_out;
+  while (n_bound > 1 && (!n->out[n_bound - 1] || !n->out[n_bound - 1]->n_uses)) n_bound--;
+  for (int k = 0; k < n_bound; k++)
+    cg_buf_printf(&lhs, "%s%s", k ? ", " : "", n->out[k] && c->pyname[n->out[k]->id] ? c->pyname[n->out[k]->id] : "_");
   if (is_cell) {
     ms_cell *at = &c->root;
     for (const char *q = path; *q && at;) {
@@ -316,7 +429,7 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
       at = child(c, at, q, len);
       q += len + (q[len] == '.');
     }
-    if (at && at->decl) why = "two layers at one module path";
+    if (at && (at->decl || at->kids)) why = "two layers at one module path";
     else if (at) at->decl = dupf(c, "%s(%s)", rule_call(p->rule), args.s ? args.s : "");
     const char *x = n->in[0] ? tensor_expr(c, n->in[0], &why) : NULL;
     if (!why && x)
@@ -344,14 +457,14 @@ static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
     for (const ms_cell *x = k->kids; x; x = x->next) max = atoi(x->name) > max ? atoi(x->name) : max;
     const char **items = mg_arena_alloc(&c->a, sizeof(char *) * (size_t)(max + 1));
     if (!items) { c->failed = 1; return "None"; }
-    for (int i = 0; i <= max; i++) items[i] = "nn.Identity()";
+    for (int i = 0; i <= max; i++) items[i] = "nn.Cell(auto_prefix=True, flags=None)";
     for (const ms_cell *x = k->kids; x; x = x->next)
       items[atoi(x->name)] = build_cell(c, x, dupf(c, "%s.%s", path, x->name));
     cg_buf_printf(&c->init, "        %s = nn.CellList([", me);
     for (int i = 0; i <= max; i++) cg_buf_printf(&c->init, "%s%s", i ? ", " : "", items[i]);
-    cg_buf_printf(&c->init, "])\n");
+    cg_buf_printf(&c->init, "], auto_prefix=True)\n");
   } else {
-    cg_buf_printf(&c->init, "        %s = nn.Cell()\n", me);
+    cg_buf_printf(&c->init, "        %s = nn.Cell(auto_prefix=True, flags=None)\n", me);
     for (const ms_cell *x = k->kids; x; x = x->next) {
       const char *e = build_cell(c, x, dupf(c, "%s.%s", path, x->name));
       cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
@@ -408,6 +521,25 @@ static const char RUN_PY[] =
     "if __name__ == '__main__':\n"
     "    main()\n";
 
+/* dir/constants/K.npy for every constant net.py reads from a file; 0 or -1. */
+static int write_constants(ms_ctx *c, const char *dir) {
+  if (!c->n_consts) return 0;
+  char sub[4096], path[4200];
+  snprintf(sub, sizeof sub, "%s/constants", dir);
+  if (cg_mkdirs(sub)) {
+    mg_error(c->d, IO, sub, NULL, "cannot create %s", sub);
+    return -1;
+  }
+  for (int k = 0; k < c->n_consts; k++) {
+    const mg_value *v = c->consts[k];
+    mg_array a = {.dtype = v->dtype, .rank = v->shape.rank, .data = (void *)v->data, .nbytes = v->nbytes};
+    for (int r = 0; r < v->shape.rank; r++) a.dims[r] = v->shape.d[r].v;
+    snprintf(path, sizeof path, "%s/%d.npy", sub, k);
+    if (npy_write_file(path, &a, c->d)) return -1;
+  }
+  return 0;
+}
+
 int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *tag_ctx, const char *dir,
                    ms_report *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
@@ -415,8 +547,12 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   ms_ctx c = {.m = m, .rs = rs, .tag = tag, .tag_ctx = tag_ctx, .d = d, .r = r};
   mg_arena_init(&c.a, 1 << 16);
   c.root.name = "";
-  python_names(&c);
   mg_graph *g = m->graph;
+  /* what depends only on the export's constants is computed now, as the C target
+   * does, so that net.py never needs an API for a constant's arithmetic */
+  for (int i = 0; i < g->n_nodes && !c.failed; i++)
+    if (!reads_param(&c, g->nodes[i]) && cg_fold_node(m, g->nodes[i]) < 0) c.failed = 1;
+  python_names(&c);
   for (int i = 0; i < g->n_nodes && !c.failed; i++) emit_node(&c, g->nodes[i]);
   /* the return first: a constant output is written inline and needs numpy */
   cg_buf ret = {0};
@@ -435,8 +571,10 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   cg_buf net = {0};
   cg_buf_printf(&net, "\"\"\"The network of %s, for MindSpore: its parameters are the tags of model.ckpt.\n"
                       "Written by migc; every API argument is given explicitly.\"\"\"\n"
-                      "%simport mindspore\nfrom mindspore import nn\n\n"
-                      "INPUTS = [", m->path ? m->path : "the model", c.uses_numpy ? "import numpy as np\n" : "");
+                      "%s%simport mindspore\nfrom mindspore import nn\n\n%s"
+                      "INPUTS = [", m->path ? m->path : "the model", c.n_consts ? "import os\n" : "",
+                  c.uses_numpy || c.n_consts ? "import numpy as np\n" : "",
+                  c.n_consts ? "_HERE = os.path.dirname(os.path.abspath(__file__))\n" : "");
   for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, "%s", i ? ", " : ""), py_string(&net, g->inputs[i]->name);
   cg_buf_printf(&net, "]\nOUTPUTS = [");
   for (int i = 0; i < g->n_outputs; i++) cg_buf_printf(&net, "%s", i ? ", " : ""), py_string(&net, g->outputs[i]->name);
@@ -451,6 +589,10 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
     const char *e = build_cell(&c, k, k->name);
     cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);
   }
+  for (int k = 0; k < c.n_consts; k++)
+    cg_buf_printf(&c.init, "        self.const%d = mindspore.Tensor(input_data=np.load(os.path.join(_HERE, \"constants\", "
+                           "\"%d.npy\")), dtype=%s, shape=None, init=None, const_arg=False, device=None)  # %s\n",
+                  k, k, map_ms_dtype_name(c.consts[k]->dtype), c.consts[k]->name);
   cg_buf_printf(&net, "%s", c.init.s ? c.init.s : "");
   cg_buf_printf(&net, "\n    def construct(self");
   for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, ", %s", c.pyname[g->inputs[i]->id]);
@@ -465,7 +607,8 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
     mg_error(d, IO, dir, NULL, "cannot create %s", dir);
     rc = -1;
   } else {
-    rc = cg_write_text(d, dir, "net.py", net.s) || cg_write_text(d, dir, "run.py", RUN_PY) ? -1 : 0;
+    rc = write_constants(&c, dir) || cg_write_text(d, dir, "net.py", net.s) || cg_write_text(d, dir, "run.py", RUN_PY)
+             ? -1 : 0;
   }
   cg_buf_free(&net);
   cg_buf_free(&ret);

@@ -13,16 +13,20 @@
 #include "mapping.h"
 
 /* The checkpoint tag of graph initializer init: its MindSpore parameter name, or
- * NULL when it is a constant of the export rather than a parameter. *why is set
- * (and NULL returned) when the initializer stands for parameters the script cannot
- * hold as they are (a BatchNorm the export folded into a Conv). */
-typedef const char *ms_param_tag_fn(void *ctx, const mg_value *init, const char **why);
+ * NULL when it is a constant of the export rather than a parameter. *transposed is
+ * set to 1 when the initializer is the transpose of that (2-D) parameter, which
+ * keeps torch's layout in the checkpoint. *why is set (and NULL returned) when the
+ * initializer stands for parameters the script cannot hold as they are. */
+typedef const char *ms_param_tag_fn(void *ctx, const mg_value *init, int *transposed, const char **why);
 
 typedef struct {
   int n_nodes;        /* statements in construct */
   int n_cells;        /* leaf cells (parameterised layers) */
   int n_params;       /* parameters, each a tag of the checkpoint */
   int n_unsupported;  /* nodes the script cannot compute: each an unsupported diagnostic */
+  int n_folded;       /* nodes computed at conversion time (constants only): no statement */
+  int n_bn_unfolded;  /* BatchNorms the export had folded into a Conv, made layers again
+                         (set by the caller that unfolds them) */
 } ms_report;
 
 /* Writes dir/net.py and dir/run.py for m (dir NULL: writes nothing, a check). A node with no MindSpore call, or whose

@@ -3,8 +3,8 @@
 # the MindSpore stand-in (tests/mindspore_standin) against PyTorch: tiny_cnn and the
 # PRESERVE exports of resnet18 and mobilenet_v2 with their .pth (within 1e-4 x max
 # and cosine 0.99999, every parameter loaded, no checkpoint tensor unused); net.py
-# passes pyflakes3; a default export's folded BatchNorm is reported, never computed
-# otherwise, and --strict exits 2.
+# passes pyflakes3; a default export's folded BatchNorms become nn.BatchNorm2d layers
+# again; anonymous parameter names are reported, and --strict exits 2.
 # usage: tests/e2e/mindspore_net.sh BUILD_DIR
 set -u
 BUILD=${1:-build}
@@ -46,15 +46,23 @@ for m in resnet18 mobilenet_v2; do
   else bad "$m: $(grep -m2 'error\|mindspore:' "$work/$m.log")"; fi
 done
 
-# the default export folds each BatchNorm into its Conv: reported, and the script refuses
+# the default export folds each BatchNorm into its Conv: unfolded into nn.BatchNorm2d
+# layers of the .pth's own tensors, so the net trains as torch's does
 "$MIGC" convert samples/tiny_cnn.onnx --weights samples/tiny_cnn.pth --target mindspore -o "$work/folded" \
   > "$work/folded.log" 2>&1
-if grep -q "error\[unsupported\].*mindspore: the export folded a BatchNorm" "$work/folded.log" &&
-   grep -q "raise NotImplementedError(\"node" "$work/folded/mindspore/net.py"; then
-  ok "a folded BatchNorm is reported and net.py raises there"
-else bad "folded BatchNorm: $(grep -m2 'mindspore' "$work/folded.log")"; fi
-"$MIGC" convert samples/tiny_cnn.onnx --weights samples/tiny_cnn.pth --target mindspore --strict -o "$work/strict" \
-  > /dev/null 2>&1
+nbn=$(grep -c "= mindspore.nn.BatchNorm2d(" "$work/folded/mindspore/net.py")
+if grep -q " 0 not converted" "$work/folded.log" && [ "$nbn" = 2 ] &&
+   grep -q "2 BatchNorms the export folded into a Conv unfolded" "$work/folded.log"; then
+  ok "default export: both folded BatchNorms unfolded into nn.BatchNorm2d"
+else bad "folded BatchNorm: $nbn BatchNorm2d; $(grep -m2 'mindspore' "$work/folded.log")"; fi
+parity folded npy:samples/tiny_cnn_input.npy samples/tiny_cnn_logits.npy samples/tiny_cnn.onnx
+# an export's anonymous parameter names (no --weights) cannot name the cells: reported, and --strict exits 2
+"$MIGC" convert samples/tiny_cnn.onnx --target mindspore -o "$work/anon" > "$work/anon.log" 2>&1
+if grep -q "error\[unsupported\].*mindspore: .*no torch module path" "$work/anon.log" &&
+   grep -q "raise NotImplementedError(\"node" "$work/anon/mindspore/net.py"; then
+  ok "anonymous parameter names are reported and net.py raises there"
+else bad "anonymous names: $(grep -m2 'mindspore' "$work/anon.log")"; fi
+"$MIGC" convert samples/tiny_cnn.onnx --target mindspore --strict -o "$work/strict" > /dev/null 2>&1
 [ $? -eq 2 ] && ok "--strict --target mindspore exits 2 on it" || bad "--strict --target mindspore did not exit 2"
 
 echo "$pass passed, $fail failed"

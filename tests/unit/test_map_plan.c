@@ -211,6 +211,8 @@ static const eval_case CASES[] = {
     /* Dropout ratio 0.25, x 2x100: mask align(200,128)/8 = 32 bytes */
     {"dropout", "mindspore", "const(1,0.5)", "const1=(0.25)"},
     {"dropout", "mindspore", "1-const(1,0.5)", "0.75"},
+    {"dropout", "mindspore", "float(const(1,0.5))", "0.25"},
+    {"dropout_dyn", "mindspore", "float(const(1,0.5))", "0.5"},
     {"dropout", "ascend", "bool(const(2,0))", "False"},
     {"dropout", "ascend", "attr(seed,0)", "0"},
     {"dropout", "ascend", "dropout_mask_scratch", "scratch:32"},
