@@ -20,7 +20,7 @@ json=$(mktemp)
   echo "| op type | nodes | models | cpu | ascend | mindspore |"
   echo "|---|---|---|---|---|---|"
   # per op type, the worst status over every node of every model, with its reason
-  jq -r 'def rank: {"supported":0,"decomposed":1,"dynamic-shape":2,"unsupported-dtype":3,"unsupported-attribute":4,"unsupported-op":5}[.];
+  jq -r 'def rank: {"supported":0,"decomposed":1,"custom-op (cpu kernel)":2,"dynamic-shape":3,"unsupported-dtype":4,"unsupported-attribute":5,"unsupported-op":6}[.];
     [.models[] | .ops[]] | group_by(.op)[] as $g
     | ($g | map(.count) | add) as $n
     | [ "cpu", "ascend", "mindspore" ] | map(. as $t | ($g | max_by(.status[$t] | rank)) | "\(.status[$t]): \(.reason[$t])") as $cells
@@ -34,7 +34,7 @@ json=$(mktemp)
   echo
   echo "## Gaps"
   echo
-  gaps=$(jq -r 'def rank: {"supported":0,"decomposed":1,"dynamic-shape":2,"unsupported-dtype":3,"unsupported-attribute":4,"unsupported-op":5}[.];
+  gaps=$(jq -r 'def rank: {"supported":0,"decomposed":1,"custom-op (cpu kernel)":2,"dynamic-shape":3,"unsupported-dtype":4,"unsupported-attribute":5,"unsupported-op":6}[.];
     [.models[] | .ops[]] | group_by(.op)[] as $g
     | [ "ascend", "mindspore" ] | map(. as $t | ($g | max_by(.status[$t] | rank)) | select(.status[$t] | rank >= 2)
         | "\($t) \(.status[$t]) (\(.reason[$t]))") | select(length > 0)
