@@ -122,8 +122,7 @@ static const char *node_refusal(ms_custom *cu, const ms_custom_graph *g, const m
       const char *why = NULL, *tag = g->tag ? g->tag(g->tag_ctx, v, &why) : v->name;
       /* a kernel would freeze it: net.py could neither load nor train it */
       if (tag)
-        return say(cu, "it reads checkpoint parameter '%s', and an ops.Custom kernel has no parameters (it would "
-                       "freeze the value and leave the checkpoint tensor unloaded)", tag);
+        return say(cu, "it reads checkpoint parameter '%s' (a kernel has none to load or train)", tag);
       if (why) return say(cu, "it reads '%s', which stands for checkpoint parameters (%s)", v->name, why);
     }
     if (v->data && v->kind != MG_V_INPUT) continue; /* a constant: the kernel's own */

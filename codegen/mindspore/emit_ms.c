@@ -242,7 +242,7 @@ static void unsupported(ms_ctx *c, const mg_node *n, const char *why) {
     c->r->n_custom++;
     return;
   }
-  if (refusal) why = dupf(c, "%s; not an ops.Custom kernel either: %s", why, refusal);
+  if (refusal) why = dupf(c, "%s; no ops.Custom either: %s", why, refusal);
   if (!why) return;
   mg_diag_add(c->d, MG_SEV_ERROR, MG_D_UNSUPPORTED, n->name, n->op_type, "mindspore: %s", why);
   cg_buf msg = {0};

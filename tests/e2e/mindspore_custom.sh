@@ -22,13 +22,13 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 PY=/usr/bin/python3
 export PYTHONPATH=$ROOT/tests/mindspore_standin
 $PY tests/fixtures/make_custom_models.py "$fx" || { echo "fixture failed"; exit 1; }
-CUSTOM="fmod_float mod_int hard_sigmoid scatter" # the nodes with no usable MindSpore rule
+CUSTOM="fmod_float mod_int hard_sigmoid scatter topk" # the nodes with no usable MindSpore rule
 
 out=$work/out
 "$MIGC" convert "$fx/custom_ops.onnx" --target mindspore -o "$out" > "$work/convert.log" 2>&1
 rc=$?
 line=$(grep '^convert: mindspore:' "$work/convert.log")
-if [ $rc -eq 0 ] && [[ $line == *" 4 custom ops (cpu kernel"* && $line == *" 0 not converted"* ]]; then
+if [ $rc -eq 0 ] && [[ $line == *" 5 custom ops (cpu kernel"* && $line == *" 0 not converted"* ]]; then
   ok "converts, the custom ops counted apart: ${line#convert: mindspore: }"
 else bad "convert (rc $rc): $line $(grep error "$work/convert.log" | head -3)"; fi
 named=0
@@ -36,7 +36,7 @@ for n in $CUSTOM; do
   grep -q "^warning\[unsupported\]: node '$n' ([A-Za-z]*): mindspore: custom-op (cpu kernel): ." "$work/convert.log" &&
     named=$((named + 1))
 done
-[ $named -eq 4 ] && ! grep -q '^error' "$work/convert.log" && ok "each custom node is a warning of its own naming it, no error" ||
+[ $named -eq 5 ] && ! grep -q '^error' "$work/convert.log" && ok "each custom node is a warning of its own naming it, no error" ||
   bad "diagnostics: $(grep -c custom-op "$work/convert.log") custom-op lines, $(grep -c '^error' "$work/convert.log") errors"
 
 net=$out/mindspore/net.py
@@ -78,7 +78,7 @@ np.save(sys.argv[1] + "/x.npy", (rng.standard_normal((2, 3, 4)) * 5).astype(np.f
 np.save(sys.argv[1] + "/n.npy", rng.integers(-30, 30, (2, 3, 4)).astype(np.int64))
 np.save(sys.argv[1] + "/u.npy", (rng.standard_normal((2, 4)) * 3).astype(np.float32))
 PY
-reference() { # OUTDIR: y and im against ONNX's semantics, from the model's own constants and weights
+reference() { # OUTDIR: the outputs against ONNX's semantics, from the model's own constants and weights
   $PY - "$fx/custom_ops.onnx" "$work" "$1" <<'PY'
 import sys
 import numpy as np
@@ -91,19 +91,24 @@ w = {t.name: numpy_helper.to_array(t) for t in g.initializer}
 x, n, u = (np.load("%s/%s.npy" % (work, k)) for k in "xnu")
 fm = np.fmod(np.maximum(x, 0), const["c1"])              # Mod fmod=1: C fmod, the dividend's sign
 im = np.mod(n, const["c2"])                              # Mod fmod=0: the divisor's sign
-t = fm + x + im.astype(np.float32)
+s = fm + x
+order = np.argsort(-s, axis=-1, kind="stable")[..., :int(const["k"][0])]  # TopK: largest first, ties to the lower index
+tv, ti = np.take_along_axis(s, order, -1), order
+t = s + im.astype(np.float32)
 hs = np.clip(0.2 * (u @ w["fc.weight"].T + w["fc.bias"]) + 0.5, 0, 1)  # HardSigmoid(alpha 0.2, beta 0.5) of Gemm
 for (i, j), row in zip(const["idx"], hs):               # ScatterND: whole rows of the last axis
     t[i, j, :] = row
 y = 1 / (1 + np.exp(-t.astype(np.float64)))
-got_y, got_im = np.load(outdir + "/0_y.npy"), np.load(outdir + "/1_im.npy")
+got_y, got_im, got_tv, got_ti = (np.load("%s/%s.npy" % (outdir, f)) for f in ("0_y", "1_im", "2_tv", "3_ti"))
 err = np.abs(got_y - y).max()
 if got_im.dtype != np.int64 or not np.array_equal(got_im, im):
     print("FAIL im differs from numpy's mod at %d of %d" % (int((got_im != im).sum()), im.size))
+elif got_ti.dtype != np.int64 or not np.array_equal(got_ti, ti) or not np.array_equal(got_tv, tv):
+    print("FAIL TopK's two outputs differ from numpy's: %s %s" % (got_ti.ravel()[:6], ti.ravel()[:6]))
 elif got_y.dtype != np.float32 or err > 1e-6:
     print("FAIL y differs from numpy by %.3g" % err)
 else:
-    print("ok max |y - numpy| %.2g, im exact" % err)
+    print("ok max |y - numpy| %.2g, im and TopK's two outputs exact" % err)
 PY
 }
 mkdir -p "$work/elsewhere"
@@ -157,7 +162,7 @@ for n in $CUSTOM; do
   grep -q "^- mindspore: \`$n\` ([A-Za-z]*): custom-op (cpu kernel): ." "$work/cov.md" &&
     grep -q "^- mindspore: \`$n\` " "$out/coverage.md" && cmd=$((cmd + 1))
 done
-[ $cmd -eq 4 ] && ok "coverage.md names every custom node with its reason" || bad "coverage.md names $cmd of 4 custom nodes"
+[ $cmd -eq 5 ] && ok "coverage.md names every custom node with its reason" || bad "coverage.md names $cmd of 5 custom nodes"
 
 "$MIGC" convert "$fx/custom_ops.onnx" --target mindspore --strict -o "$work/strict" > "$work/strict.log" 2>&1
 rc=$?
@@ -166,7 +171,7 @@ rc=$?
 
 # a node reading a checkpoint parameter is no custom op: reported, and net.py raises there
 "$MIGC" convert "$fx/custom_param.onnx" --target mindspore -o "$work/param" > "$work/param.log" 2>&1
-if grep -q "^error\[unsupported\]: node 'mod_param' (Mod): mindspore: .*not an ops.Custom kernel either: it reads checkpoint parameter 'divisor'" "$work/param.log" &&
+if grep -q "^error\[unsupported\]: node 'mod_param' (Mod): mindspore: .*no ops.Custom either: it reads checkpoint parameter 'divisor'" "$work/param.log" &&
    grep -q "raise NotImplementedError(\"node 'mod_param'" "$work/param/mindspore/net.py" &&
    grep -q " 0 custom ops .* 1 not converted" "$work/param.log" && [ ! -e "$work/param/mindspore/custom" ]; then
   ok "a node reading a parameter stays an error, saying why (no custom/ written)"
