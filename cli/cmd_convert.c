@@ -99,7 +99,7 @@ static double converted_rate(const char *json_path, const char *t) {
 
 /* --strict's message for a target with an emitter: the nodes it could not take,
  * named (the first eight), from its unsupported diagnostics d->items[first..]
- * (a rules target's begin with its name). */
+ * (a rules target's begin with its name; a MindSpore custom op's is a warning). */
 static void strict_names_emitted(const mg_diags *d, const char *target, size_t first) {
   int n = 0;
   fprintf(stderr, "migc convert: --strict: not converted for %s:", target);
@@ -107,7 +107,9 @@ static void strict_names_emitted(const mg_diags *d, const char *target, size_t f
     const mg_diag *g = &d->items[i];
     if (g->code != MG_D_UNSUPPORTED || !g->node) continue;
     if (strcmp(target, "cpu") && (!g->message || strncmp(g->message, target, strlen(target)))) continue;
-    if (n++ < 8) fprintf(stderr, "%s '%s' (%s)", n > 1 ? "," : "", g->node, g->op ? g->op : "?");
+    if (n++ < 8)
+      fprintf(stderr, "%s '%s' (%s%s)", n > 1 ? "," : "", g->node, g->op ? g->op : "?",
+              g->severity == MG_SEV_WARNING ? ", an ops.Custom CPU kernel" : "");
   }
   fprintf(stderr, n > 8 ? " and %d more\n" : "\n", n - 8);
 }
@@ -451,13 +453,15 @@ static int emit_mindspore_net(convert_job *j) {
     j->rc = EXIT_BAD_INPUT;
     return -1;
   }
-  fprintf(stderr, "convert: mindspore: %d statements, %d cells, %d parameters, %d not converted (%s/net.py)\n",
-          r.n_nodes, r.n_cells, r.n_params, r.n_unsupported, dir);
+  fprintf(stderr, "convert: mindspore: %d statements, %d cells, %d parameters, %d custom ops (cpu kernel%s%s%s), "
+          "%d not converted (%s/net.py)\n", r.n_nodes, r.n_cells, r.n_params, r.n_custom,
+          r.n_custom ? ": make -C " : "", r.n_custom ? dir : "", r.n_custom ? "/custom" : "", r.n_unsupported, dir);
   if (r.n_bn_unfolded)
     fprintf(stderr, "convert: mindspore: %d BatchNorm%s the export folded into a Conv unfolded into nn.BatchNorm2d "
                     "(momentum: torch's default 0.1, which a state_dict does not record)\n",
             r.n_bn_unfolded, r.n_bn_unfolded == 1 ? "" : "s");
-  if (j->strict && j->want[MAP_TARGET_MINDSPORE] && r.n_unsupported) {
+  /* a custom op runs on MindSpore's CPU device only: not a conversion --strict accepts */
+  if (j->strict && j->want[MAP_TARGET_MINDSPORE] && (r.n_unsupported || r.n_custom)) {
     strict_names_emitted(&j->d, "mindspore", j->first_ms_diag);
     j->rc = EXIT_BAD_INPUT;
   }

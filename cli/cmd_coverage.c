@@ -23,7 +23,8 @@ static void help(FILE *f) {
           "\n"
           "Maps every node of every model for every target and reports, per op: its count,\n"
           "its status on each target (supported, decomposed, unsupported-op,\n"
-          "unsupported-attribute, unsupported-dtype, dynamic-shape), the node names, the\n"
+          "unsupported-attribute, unsupported-dtype, dynamic-shape, and for mindspore\n"
+          "custom-op (cpu kernel): an ops.Custom call to the CPU kernel), the node names, the\n"
           "reason and the way forward; per model the converted rate per target; across\n"
           "models the ops that block the most models. Unsupported ops are the point of\n"
           "the report, not an error: the exit status is 0 unless a model cannot be read (2).\n"
@@ -50,9 +51,13 @@ static const char *suggestion(map_status s, int t) {
   case MAP_UNSUPPORTED_ATTR: return "add a rule for this attribute value, or a custom op";
   case MAP_UNSUPPORTED_DTYPE: return "cast around the op, or add a rule for this dtype";
   case MAP_DYNAMIC_SHAPE: return "fix the input shape with --input-shape, unless the reason says it depends on the data";
+  case MAP_CUSTOM_OP: return "runs on the CPU device as it is; add a rule, or an Ascend C kernel (func=\"aclnn<Op>\")";
   default: return "";
   }
 }
+
+/* Whether a status stops the model on that target (a custom op runs). */
+static int blocks(map_status s) { return s >= MAP_UNSUPPORTED_OP && s != MAP_CUSTOM_OP; }
 
 typedef struct {
   const char *op;
@@ -66,9 +71,9 @@ static int blocking(const report *r, blocker **out) {
   for (int i = 0; b && i < r->n_models; i++)
     for (int k = 0; k < r->models[i].n_ops; k++) {
       const cov_op *o = &r->models[i].ops[k];
-      int blocks = 0;
-      for (int t = 0; t < MAP_TARGET_COUNT; t++) blocks |= r->on[t] && o->status[t] >= MAP_UNSUPPORTED_OP;
-      if (!blocks) continue;
+      int blocked = 0;
+      for (int t = 0; t < MAP_TARGET_COUNT; t++) blocked |= r->on[t] && blocks(o->status[t]);
+      if (!blocked) continue;
       int j;
       for (j = 0; j < n; j++)
         if (!strcmp(b[j].op, o->op)) break;
@@ -82,7 +87,7 @@ static int blocking(const report *r, blocker **out) {
         b[n++].op = o->op;
       }
       b[j].total++;
-      for (int t = 0; t < MAP_TARGET_COUNT; t++) b[j].models[t] += r->on[t] && o->status[t] >= MAP_UNSUPPORTED_OP;
+      for (int t = 0; t < MAP_TARGET_COUNT; t++) b[j].models[t] += r->on[t] && blocks(o->status[t]);
     }
   /* most models blocked first */
   for (int i = 0; i < n; i++)
@@ -114,6 +119,10 @@ static json_t *to_json(const report *r) {
       json_t *o = json_object();
       json_object_set_new(o, "converted_rate", json_real(coverage_rate(cm, t)));
       json_object_set_new(o, "converted_nodes", json_integer(cm->converted[t]));
+      json_t *custom = json_array();
+      for (int k = 0; k < cm->n_nodes; k++)
+        if (cm->nodes[k].status[t] == MAP_CUSTOM_OP) json_array_append_new(custom, json_string(cm->nodes[k].name));
+      json_object_set_new(o, "custom_op_nodes", custom);
       json_object_set_new(tg, map_target_name(t), o);
     }
     json_object_set_new(m, "targets", tg);
@@ -164,6 +173,23 @@ static void md_escape(FILE *f, const char *s) {
     else if (*s == '\n') fputc(' ', f);
     else fputc(*s, f);
   }
+}
+
+/* The nodes of cm a target runs as custom ops, one line each with the reason: the
+ * op table shows only each op's worst node. */
+static void custom_nodes_md(const cov_model *cm, const int *on, FILE *f) {
+  int any = 0;
+  for (int t = 0; t < MAP_TARGET_COUNT; t++)
+    for (int k = 0; k < cm->n_nodes; k++) {
+      const cov_node *c = &cm->nodes[k];
+      if (!on[t] || c->status[t] != MAP_CUSTOM_OP) continue;
+      if (!any++) fprintf(f, "\nCustom ops (cpu kernel): the nodes that run through the CPU target's kernel:\n\n");
+      fprintf(f, "- %s: `", map_target_name(t));
+      md_escape(f, c->name);
+      fprintf(f, "` (%s): %s: ", cm->ops[c->op].op, map_status_name(c->status[t]));
+      md_escape(f, c->reason[t]);
+      fprintf(f, "\n");
+    }
 }
 
 static void to_md(const report *r, FILE *f) {
@@ -223,6 +249,7 @@ static void to_md(const report *r, FILE *f) {
       }
       fprintf(f, " |\n");
     }
+    custom_nodes_md(cm, r->on, f);
   }
 }
 
@@ -242,7 +269,7 @@ static void to_html(const report *r, FILE *f) {
              "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3;cursor:pointer}"
              ".bar{background:#eee;width:240px;height:14px;display:inline-block;vertical-align:middle}"
              ".fill{background:#3a7;height:14px}.supported,.decomposed{color:#176}.unsupported-op,.unsupported-attribute,"
-             ".unsupported-dtype{color:#b22}.dynamic-shape{color:#a60}</style></head><body>\n<h1>migc coverage</h1>\n");
+             ".unsupported-dtype{color:#b22}.dynamic-shape,.custom-op{color:#a60}</style></head><body>\n<h1>migc coverage</h1>\n");
   for (int i = 0; i < r->n_models; i++) {
     const cov_model *cm = &r->models[i];
     fprintf(f, "<h2>");

@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* How the MindSpore emitter words a node it gave an ops.Custom kernel (emit_custom.c). */
+#define CUSTOM_PREFIX "custom-op (cpu kernel): "
+
 static int rank_of(map_status s) {
-  /* worse statuses rank higher; an op takes the worst of its nodes */
-  static const int r[MAP_STATUS_COUNT] = {0, 1, 5, 4, 3, 2};
+  /* worse statuses rank higher; an op takes the worst of its nodes. A custom op
+   * runs, so it ranks below every status that does not */
+  static const int r[MAP_STATUS_COUNT] = {0, 1, 6, 5, 4, 3, 2};
   return r[s];
 }
 
@@ -116,10 +120,21 @@ int coverage_map(cov_model *cm, mg_model *m, rule_set *const rs[MAP_TARGET_COUNT
 
 /* The status an emitter's reason stands for. */
 static map_status cpu_status(const char *msg) {
+  if (!strncmp(msg, CUSTOM_PREFIX, strlen(CUSTOM_PREFIX))) return MAP_CUSTOM_OP;
   if (strstr(msg, "dynamic-shape") || strstr(msg, "run-time length")) return MAP_DYNAMIC_SHAPE;
   if (strstr(msg, "no CPU kernel") || strstr(msg, "control flow")) return MAP_UNSUPPORTED_OP;
   if (strstr(msg, "dtype")) return MAP_UNSUPPORTED_DTYPE;
   return MAP_UNSUPPORTED_ATTR;
+}
+
+/* Whether an emitter's message is a rules target's ("mindspore: ..."), which the
+ * CPU column must not take when the diagnostics of both emitters are in one list. */
+static int other_target(const char *msg) {
+  for (int t = 0; t < MAP_TARGET_COUNT; t++) {
+    size_t len = strlen(map_target_name(t));
+    if (t != MAP_TARGET_CPU && !strncmp(msg, map_target_name(t), len) && !strncmp(msg + len, ": ", 2)) return 1;
+  }
+  return 0;
 }
 
 static int find_node(const cov_model *cm, const char *name) {
@@ -144,9 +159,12 @@ static int apply_emitter_diags(cov_model *cm, int t, const mg_diags *d, size_t f
     cov_node *c = &cm->nodes[i];
     const char *msg = g->message ? g->message : "";
     if (!strncmp(msg, prefix, strlen(prefix))) msg += strlen(prefix);
-    else if (t != MAP_TARGET_CPU) continue; /* another target's */
-    if (c->status[t] != MAP_SUPPORTED && c->status[t] != MAP_DECOMPOSED) continue;
-    c->status[t] = cpu_status(msg);
+    else if (t != MAP_TARGET_CPU || other_target(msg)) continue; /* another target's */
+    map_status st = cpu_status(msg);
+    /* the rules' verdict stands unless the emitter did better with it: a custom op */
+    if (st == MAP_CUSTOM_OP && c->status[t] != MAP_CUSTOM_OP) msg += strlen(CUSTOM_PREFIX);
+    else if (c->status[t] != MAP_SUPPORTED && c->status[t] != MAP_DECOMPOSED) continue;
+    c->status[t] = st;
     c->reason[t] = mg_arena_strdup(&cm->arena, msg);
     if (!c->reason[t]) return oom(cm);
   }

@@ -12,6 +12,8 @@ typedef enum {
   MAP_UNSUPPORTED_ATTR,
   MAP_UNSUPPORTED_DTYPE,
   MAP_DYNAMIC_SHAPE,
+  MAP_CUSTOM_OP,  /* no rule, but the emitter calls the CPU target's kernel (MindSpore's ops.Custom):
+                     it runs, on the CPU device only; an emitter's verdict, never the rules' */
   MAP_STATUS_COUNT
 } map_status;
 

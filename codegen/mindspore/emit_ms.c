@@ -3,6 +3,7 @@
 #include "arena.h"
 #include "lower.h"
 #include "npy.h"
+#include "emit_custom.h"
 #include "text.h"
 #include "writer.h"
 #include <stdarg.h>
@@ -37,6 +38,7 @@ typedef struct {
   int uses_numpy;            /* a constant was written inline */
   const mg_value **consts;   /* constants too large for net.py: constants/K.npy, self.constK */
   int n_consts, cap_consts;
+  ms_custom *custom;         /* the ops.Custom fallbacks (emit_custom.c) */
 } ms_ctx;
 
 static char *dupf(ms_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -305,7 +307,18 @@ static const char *local_name(ms_ctx *c, const char *path) {
   return dupf(c, "_%s", id);
 }
 
+/* A node the script cannot express: an ops.Custom AOT kernel when it can be one
+ * (emit_custom.h), else an unsupported diagnostic and a raise in its place. */
 static void unsupported(ms_ctx *c, const mg_node *n, const char *why) {
+  const ms_custom_graph g = {c->m, c->pyname, c->tag, c->tag_ctx};
+  const char *refusal = NULL;
+  int k = c->custom ? ms_custom_node(c->custom, &g, n, why, &c->init, &c->body, &refusal) : -1;
+  if (k == 1) {
+    c->r->n_custom++;
+    return;
+  }
+  if (refusal) why = dupf(c, "%s; no ops.Custom either: %s", why, refusal);
+  if (!why) return;
   mg_diag_add(c->d, MG_SEV_ERROR, MG_D_UNSUPPORTED, n->name, n->op_type, "mindspore: %s", why);
   cg_buf msg = {0};
   cg_buf_printf(&msg, "node '%s' (%s): %s", n->name, n->op_type, why);
@@ -547,6 +560,7 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   ms_ctx c = {.m = m, .rs = rs, .tag = tag, .tag_ctx = tag_ctx, .d = d, .r = r};
   mg_arena_init(&c.a, 1 << 16);
   c.root.name = "";
+  if (!(c.custom = ms_custom_new(dir, d))) c.failed = 1;
   mg_graph *g = m->graph;
   /* what depends only on the export's constants is computed now, as the C target
    * does, so that net.py never needs an API for a constant's arithmetic */
@@ -572,7 +586,8 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   cg_buf_printf(&net, "\"\"\"The network of %s, for MindSpore: its parameters are the tags of model.ckpt.\n"
                       "Written by migc; every API argument is given explicitly.\"\"\"\n"
                       "%s%simport mindspore\nfrom mindspore import nn\n\n%s"
-                      "INPUTS = [", m->path ? m->path : "the model", c.n_consts ? "import os\n" : "",
+                      "INPUTS = [", m->path ? m->path : "the model",
+                  c.n_consts || ms_custom_count(c.custom) ? "import os\n" : "",
                   c.uses_numpy || c.n_consts ? "import numpy as np\n" : "",
                   c.n_consts ? "_HERE = os.path.dirname(os.path.abspath(__file__))\n" : "");
   for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, "%s", i ? ", " : ""), py_string(&net, g->inputs[i]->name);
@@ -584,7 +599,9 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
     cg_ident(g->outputs[i]->name, id, sizeof id);
     cg_buf_printf(&net, "%s'%d_%s.npy'", i ? ", " : "", i, id);
   }
-  cg_buf_printf(&net, "]\n\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n");
+  cg_buf_printf(&net, "]\n");
+  ms_custom_module_text(c.custom, &net);
+  cg_buf_printf(&net, "\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n");
   for (const ms_cell *k = c.root.kids; k && !c.failed; k = k->next) {
     const char *e = build_cell(&c, k, k->name);
     cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);
@@ -610,6 +627,8 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
     rc = write_constants(&c, dir) || cg_write_text(d, dir, "net.py", net.s) || cg_write_text(d, dir, "run.py", RUN_PY)
              ? -1 : 0;
   }
+  if (!rc && ms_custom_finish(c.custom)) rc = -1; /* custom/Makefile, or a kernel that failed */
+  ms_custom_free(c.custom);
   cg_buf_free(&net);
   cg_buf_free(&ret);
   cg_buf_free(&c.init);

@@ -27,12 +27,16 @@ typedef struct {
   int n_folded;       /* nodes computed at conversion time (constants only): no statement */
   int n_bn_unfolded;  /* BatchNorms the export had folded into a Conv, made layers again
                          (set by the caller that unfolds them) */
+  int n_custom;       /* nodes computed by an ops.Custom CPU kernel (emit_custom.h): each a
+                         warning "mindspore: custom-op (cpu kernel): ..." */
 } ms_report;
 
 /* Writes dir/net.py and dir/run.py for m (dir NULL: writes nothing, a check). A node with no MindSpore call, or whose
- * arguments or parameters cannot be expressed, is an unsupported diagnostic naming
- * it, and its statement raises NotImplementedError with the same reason, so the
- * script never computes something else in its place. Returns 0 when the files
+ * arguments or parameters cannot be expressed, is an ops.Custom call to the CPU
+ * target's kernel for it when it reads no parameter and the CPU target takes it
+ * (dir/custom/, emit_custom.h); otherwise an unsupported diagnostic naming it, and
+ * its statement raises NotImplementedError with the same reason, so the script
+ * never computes something else in its place. Returns 0 when the files
  * were written (check r->n_unsupported), -1 on OOM or I/O failure. */
 int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *tag_ctx, const char *dir,
                    ms_report *r, mg_diags *d);
