@@ -11,7 +11,7 @@ DEB_PACKAGES := build-essential cmake pkg-config clang libclang-rt-14-dev \
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
   libxml2-dev libzip-dev libjansson-dev libcmocka-dev \
   python3-torch python3-torchvision python3-onnx python3-numpy python3-protobuf \
-  jq time chromium hyperfine strace pyflakes3 \
+  jq time chromium hyperfine strace pyflakes3 python3-jsonschema \
   libc6-dev-arm64-cross libgcc-12-dev-arm64-cross qemu-user lld ccache libxml2-utils
 
 .PHONY: all setup build build-asan test test-unit test-e2e test-asan test-zoo demo fuzz fuzz-smoke bench clean

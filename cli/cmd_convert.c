@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "codegen.h"
 #include "mindspore_step.h"
+#include "ms_package.h"
 #include "coverage.h"
 #include "export.h"
 #include "onnx_import.h"
@@ -40,7 +41,10 @@ static void help(FILE *f) {
           "  coverage.json/.md  every node's status on every target\n"
           "  convert.json       the source model (absolute), weights source and options\n"
           "  mindspore/         with --target mindspore: net.py (class Net(nn.Cell), its\n"
-          "                     parameters the checkpoint's tags) and run.py\n"
+          "                     parameters the checkpoint's tags), run.py, export.py,\n"
+          "                     README.md, converter_lite.cfg, convert_lite.sh and atc.sh\n"
+          "  modelarts/model/   with --target mindspore: the ModelArts package (config.json,\n"
+          "                     customize_service.py, net.py, model.ckpt, tmp.om)\n"
           "Nodes a target cannot take are reported one by one (and the rest is converted);\n"
           "the Ascend emitter is not built yet, so for it only the coverage report is written.\n"
           "\n"
@@ -55,7 +59,13 @@ static void help(FILE *f) {
           "  --string-pool BYTES    per-instance pool for strings made at run time\n"
           "                         (default 1048576; only models with string kernels)\n"
           "  --no-fuse, --no-fold-bn  keep activations / BatchNorm as separate kernels\n"
-          "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n");
+          "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n"
+          "  --modelarts-runtime S  config.json's runtime (default " MS_PACKAGE_DEFAULT_RUNTIME ",\n"
+          "                         a MindSpore + CANN runtime ModelArts documents; which exist\n"
+          "                         depends on the region)\n"
+          "  --model-algorithm NAME config.json's model_algorithm (default " MS_PACKAGE_DEFAULT_ALGORITHM "; e.g.\n"
+          "                         image_classification): a letter first, at most 36 characters,\n"
+          "                         none of & ! ' \" < > =\n");
 }
 
 static double seconds(void) {
@@ -236,6 +246,7 @@ static void warn_anonymous_names(const mg_model *m, mg_diags *d) {
 /* One conversion: the options, then what each step leaves for the next. */
 typedef struct {
   const char *model, *outdir, *weights, *key, *targets;
+  const char *ms_runtime, *model_algorithm; /* config.json of the ModelArts package */
   cg_options o;
   int strict, cpu_only, n_ov;
   mg_shape_override ov[32];
@@ -246,6 +257,7 @@ typedef struct {
   wt_rules *rules;
   wt_binding *binds;
   int n_binds, unbound;
+  int ckpt_written;           /* OUTDIR/model.ckpt is this conversion's */
   cov_model cm;
   int have_cm;
   rule_set *rs[MAP_TARGET_COUNT];
@@ -270,6 +282,8 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     else if (!strcmp(a, "--no-fuse")) j->o.no_fuse = 1;
     else if (!strcmp(a, "--no-fold-bn")) j->o.no_fold_bn = 1;
     else if (!strcmp(a, "--cpu-only")) j->cpu_only = 1;
+    else if (!strcmp(a, "--modelarts-runtime") && more) j->ms_runtime = argv[++i];
+    else if (!strcmp(a, "--model-algorithm") && more) j->model_algorithm = argv[++i];
     else if (!strcmp(a, "--string-pool") && more) {
       char *end;
       errno = 0;
@@ -301,6 +315,16 @@ static int parse_args(int argc, char **argv, convert_job *j) {
   if (!j->model || !j->outdir) {
     fprintf(stderr, "migc convert: %s\n", j->model ? "-o OUTDIR is required" : "no model given");
     help(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  const char *why; /* checked before anything is written */
+  if ((why = ms_package_algorithm_check(j->model_algorithm))) {
+    fprintf(stderr, "migc convert: --model-algorithm '%s': %s (ModelArts' config.json rule)\n", j->model_algorithm,
+            why);
+    return EXIT_BAD_INPUT;
+  }
+  if ((why = ms_package_runtime_check(j->ms_runtime))) {
+    fprintf(stderr, "migc convert: --modelarts-runtime '%s': %s\n", j->ms_runtime, why);
     return EXIT_BAD_INPUT;
   }
   if (!valid_prefix(j->o.prefix)) {
@@ -435,6 +459,7 @@ static int write_checkpoint(convert_job *j) {
   } else {
     fprintf(stderr, "convert: checkpoint %s: %d tensors (%d renamed, %d dropped), %.1f MB\n", ckpt, st.written,
             st.renamed, st.dropped, st.bytes / 1e6);
+    j->ckpt_written = 1;
     if (!j->weights) warn_anonymous_names(j->m, &j->d);
   }
   return 0;
@@ -465,6 +490,19 @@ static int emit_mindspore_net(convert_job *j) {
     strict_names_emitted(&j->d, "mindspore", j->first_ms_diag);
     j->rc = EXIT_BAD_INPUT;
   }
+  return 0;
+}
+
+/* OUTDIR/mindspore/export.py, README.md, the converter_lite and atc command lines
+ * and OUTDIR/modelarts/model/, once net.py is written (emit_mindspore_net went on). */
+static int write_ms_package(convert_job *j) {
+  if (!j->ms_model || !j->rules) return 0;
+  char ckpt[PATH_MAX];
+  snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", j->outdir);
+  ms_package_opts po = {j->ms_runtime, j->model_algorithm, j->ckpt_written ? ckpt : NULL};
+  if (ms_write_package(j->ms_model, j->outdir, &po, &j->d)) j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
+  else fprintf(stderr, "convert: mindspore: export.py, converter_lite and atc command lines; ModelArts package "
+                       "%s/modelarts/model\n", j->outdir);
   return 0;
 }
 
@@ -514,7 +552,7 @@ static int convert_run(convert_job *j) {
   j->t0 = seconds();
   /* a failing step stops the ones after it; j->rc holds the verdict either way */
   (void)(import_model(j) || begin_coverage(j) || prepare_model(j) || emit_cpu(j) || write_checkpoint(j) ||
-         emit_mindspore_net(j) || write_coverage(j) || write_record(j));
+         emit_mindspore_net(j) || write_ms_package(j) || write_coverage(j) || write_record(j));
   return j->rc;
 }
 
@@ -534,7 +572,8 @@ int cmd_convert(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
-  convert_job j = {.targets = "cpu", .o = {.prefix = "model"}, .rc = EXIT_OK};
+  convert_job j = {.targets = "cpu", .o = {.prefix = "model"}, .rc = EXIT_OK,
+                   .ms_runtime = MS_PACKAGE_DEFAULT_RUNTIME, .model_algorithm = MS_PACKAGE_DEFAULT_ALGORITHM};
   int rc = parse_args(argc, argv, &j);
   if (rc != EXIT_OK) return rc;
   if (make_dirs(j.outdir)) {

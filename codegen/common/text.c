@@ -62,3 +62,64 @@ void cg_ident(const char *name, char *out, size_t n) {
   }
   out[k] = 0;
 }
+
+/* The code point of the UTF-8 sequence at s, its length in *len; -1 (len 1) when
+ * the bytes there are not a well-formed sequence. */
+static long utf8_next(const unsigned char *s, int *len) {
+  static const long min[5] = {0, 0, 0x80, 0x800, 0x10000};
+  int n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+  *len = 1;
+  if (!n) return -1;
+  long cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
+  for (int i = 1; i < n; i++) {
+    if ((s[i] & 0xc0) != 0x80) return -1; /* also stops at the terminating NUL */
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return -1;
+  *len = n;
+  return cp;
+}
+
+int cg_utf8_valid(const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n;
+    if (utf8_next(p, &n) < 0) return 0;
+    p += n;
+  }
+  return 1;
+}
+
+void cg_buf_py_literal(cg_buf *b, const char *s) {
+  cg_buf_printf(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n;
+    long cp = utf8_next(p, &n);
+    if (cp == '"' || cp == '\\') cg_buf_printf(b, "\\%c", (int)cp);
+    else if (cp < 0) cg_buf_printf(b, "\\x%02x", *p);
+    else if (cp < 0x20 || cp == 0x7f) cg_buf_printf(b, "\\x%02lx", cp);
+    else if (cp < 0x7f) cg_buf_printf(b, "%c", (int)cp);
+    else if (cp <= 0xffff) cg_buf_printf(b, "\\u%04lx", cp);
+    else cg_buf_printf(b, "\\U%08lx", cp);
+    p += n;
+  }
+  cg_buf_printf(b, "\"");
+}
+
+void cg_buf_printable(cg_buf *b, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n;
+    long cp = utf8_next(p, &n);
+    if (cp < 0 || cp < 0x20 || cp == 0x7f) cg_buf_printf(b, "\\x%02x", *p);
+    else cg_buf_printf(b, "%.*s", n, (const char *)p);
+    p += n;
+  }
+}
+
+void cg_buf_sh_literal(cg_buf *b, const char *s) {
+  cg_buf_printf(b, "'");
+  for (; *s; s++) {
+    if (*s == '\'') cg_buf_printf(b, "'\\''");
+    else cg_buf_printf(b, "%c", *s);
+  }
+  cg_buf_printf(b, "'");
+}

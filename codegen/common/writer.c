@@ -48,13 +48,7 @@ int cg_write_text(mg_diags *d, const char *dir, const char *name, const char *te
   return cg_file_commit(d, f, tmp, dir, name);
 }
 
-int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name) {
-  FILE *in = fopen(src, "rb");
-  if (!in) {
-    mg_error(d, IO, src, NULL, "cannot read %s (set MIGC_SOURCE_DIR to migc's source tree): %s", src,
-             strerror(errno));
-    return -1;
-  }
+int cg_copy_stream(mg_diags *d, FILE *in, const char *src, const char *dir, const char *name) {
   char tmp[4096];
   FILE *f = cg_file_open(dir, name, tmp, sizeof tmp);
   if (!f) {
@@ -76,3 +70,12 @@ int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name
   return cg_file_commit(d, f, tmp, dir, name);
 }
 
+int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name) {
+  FILE *in = fopen(src, "rb");
+  if (!in) {
+    mg_error(d, IO, src, NULL, "cannot read %s (set MIGC_SOURCE_DIR to migc's source tree): %s", src,
+             strerror(errno));
+    return -1;
+  }
+  return cg_copy_stream(d, in, src, dir, name);
+}

@@ -13,6 +13,9 @@ FILE *cg_file_open(const char *dir, const char *name, char *tmp, size_t n);
 int cg_file_commit(mg_diags *d, FILE *f, const char *tmp, const char *dir, const char *name);
 /* dir/name := text, atomically. 0, or -1 with a diagnostic. */
 int cg_write_text(mg_diags *d, const char *dir, const char *name, const char *text);
+/* dir/name := the rest of the open file in (src names it in messages), streamed,
+ * atomically; closes in. 0, or -1 with a diagnostic. */
+int cg_copy_stream(mg_diags *d, FILE *in, const char *src, const char *dir, const char *name);
 /* dir/name := a copy of the file src, atomically. 0, or -1 with a diagnostic. */
 int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name);
 #endif
