@@ -494,13 +494,16 @@ static int emit_mindspore_net(convert_job *j) {
 }
 
 /* OUTDIR/mindspore/export.py, README.md, the converter_lite and atc command lines
- * and OUTDIR/modelarts/model/, once net.py is written (emit_mindspore_net went on). */
+ * and OUTDIR/modelarts/model/, once net.py is written (emit_mindspore_net went on).
+ * A graph the package cannot carry is, like a node the net cannot, --strict's exit 2. */
 static int write_ms_package(convert_job *j) {
   if (!j->ms_model || !j->rules) return 0;
   char ckpt[PATH_MAX];
   snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", j->outdir);
   ms_package_opts po = {j->ms_runtime, j->model_algorithm, j->ckpt_written ? ckpt : NULL};
-  if (ms_write_package(j->ms_model, j->outdir, &po, &j->d)) j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
+  int rc = ms_write_package(j->ms_model, j->outdir, &po, &j->d);
+  if (rc < 0 || (rc > 0 && j->strict && j->want[MAP_TARGET_MINDSPORE])) j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
+  else if (rc > 0) fprintf(stderr, "convert: mindspore: no ModelArts package or deployment files (the diagnostics say why)\n");
   else fprintf(stderr, "convert: mindspore: export.py, converter_lite and atc command lines; ModelArts package "
                        "%s/modelarts/model\n", j->outdir);
   return 0;

@@ -636,7 +636,8 @@ const char *ms_package_runtime_check(const char *s) {
 
 /* What the package cannot carry, each an error on d: a name that is not UTF-8
  * (JSON and Python need text), a dtype with no JSON and numpy form. Also counts
- * the symbolic dims and checks the shape lists. 0 or -1. */
+ * the symbolic dims and checks the shape lists. 0, or -1 when the graph cannot be
+ * packaged. */
 static int check_graph(pk_ctx *c) {
   int bad = 0;
   c->lists_ok = 1;
@@ -682,7 +683,7 @@ static int put(mg_diags *d, const char *dir, const char *name, const cg_buf *b, 
 
 int ms_write_package(const mg_model *m, const char *outdir, const ms_package_opts *o, mg_diags *d) {
   pk_ctx c = {.g = m->graph, .o = o, .source = m->path ? m->path : "the model", .d = d};
-  if (check_graph(&c)) return -1;
+  if (check_graph(&c)) return 1;
   enum { EXPORT, README, CFG, LITE, ATC, SERVICE, N_TEXT };
   cg_buf t[N_TEXT] = {{0}};
   export_py(&t[EXPORT], &c);

@@ -44,8 +44,9 @@ const char *ms_package_runtime_check(const char *s);
  * inputs and outputs in order, their dtypes and shapes, symbolic dims by name),
  * into outdir (which holds mindspore/net.py). The checkpoint goes into the
  * package as a hard link where the file system allows one, else as a streamed
- * copy. Every file is written to a temporary name and renamed. Returns 0, or -1
- * with the reasons on d (an input or output dtype the package cannot carry, a
- * name that is not UTF-8, I/O, memory); on -1 some files may be written. */
+ * copy. Every file is written to a temporary name and renamed. Returns 0; 1 when
+ * the graph cannot be packaged (an input or output dtype with no JSON and numpy
+ * form, a name that is not UTF-8), nothing written and each reason an error on d;
+ * -1 on an I/O or memory failure (on d), some files perhaps written. */
 int ms_write_package(const mg_model *m, const char *outdir, const ms_package_opts *o, mg_diags *d);
 #endif

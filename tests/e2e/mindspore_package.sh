@@ -70,6 +70,14 @@ if [ ! -e "$work/two/modelarts/model/model.ckpt" ] && grep -q "no parameters, so
   ok "two_inputs (no parameters): no checkpoint in the package, and a warning says ModelArts calls it mandatory"
 else bad "two_inputs: package checkpoint or its warning"; fi
 
+# a dtype the package cannot carry: said, nothing of the package written; --strict exits 2
+if convert bf16 "$work/m/bf16_input.onnx" && grep -q "error\[unsupported-dtype\].*graph input of dtype bfloat16" "$work/bf16.log" &&
+   [ ! -e "$work/bf16/modelarts/model/config.json" ] && [ ! -e "$work/bf16/mindspore/export.py" ]; then
+  ok "a bfloat16 input: reported, no package written, convert still exits 0"
+else bad "bfloat16 input: $(grep -m2 'bfloat16\|error' "$work/bf16.log")"; fi
+convert bf16s "$work/m/bf16_input.onnx" "" --strict
+[ $? -eq 2 ] && ok "... and --strict --target mindspore exits 2 on it" || bad "bfloat16 input with --strict did not exit 2"
+
 # --- config.json
 checked "tiny config.json" $CHECK config "$work/tiny" "$ROOT/samples/tiny_cnn_preserve.onnx"
 checked "two_inputs config.json" $CHECK config "$work/two" "$work/m/two_inputs.onnx"
