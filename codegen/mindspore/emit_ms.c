@@ -75,17 +75,10 @@ static void py_float(cg_buf *b, double f) {
   cg_buf_printf(b, "%s%s", s, strpbrk(s, ".en") ? "" : ".0");
 }
 
-/* s as a Python string literal: quotes, backslashes and bytes outside printable
- * ASCII escaped, so a node name or an attribute can never end it early. */
-static void py_string(cg_buf *b, const char *s) {
-  cg_buf_printf(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') cg_buf_printf(b, "\\%c", *p);
-    else if (*p < 0x20 || *p >= 0x7f) cg_buf_printf(b, "\\x%02x", *p);
-    else cg_buf_printf(b, "%c", *p);
-  }
-  cg_buf_printf(b, "\"");
-}
+/* s as a Python string literal (text.h's escaper: quotes, backslashes, control
+ * bytes and non-ASCII as escapes that read back as the same text), so that a node
+ * name or an attribute can never end it early. */
+static void py_string(cg_buf *b, const char *s) { cg_buf_py_literal(b, s); }
 
 static const char *np_dtype(mg_dtype t) {
   switch (t) {
