@@ -227,9 +227,10 @@ int verify_weights(vctx *v) {
     r->m = items[i].m;
     r->compared = items[i].compared;
     r->tol = (parity_tol){0, 0, -1, -1, 0, 0};
-    if (items[i].status != WC_OK)
-      snprintf(r->why, sizeof r->why, "%s%s%s", items[i].why, items[i].node[0] ? "; read by node " : "",
-               items[i].node);
+    if (items[i].status != WC_OK &&
+        snprintf(r->why, sizeof r->why, "%s%s%s", items[i].why, items[i].node[0] ? "; read by node " : "",
+                 items[i].node) >= (int)sizeof r->why)
+      memcpy(r->why + sizeof r->why - 4, "...", 4); /* a cut reason says it was cut */
   }
   v->wchecked = n;
   v->wunmapped = skipped;

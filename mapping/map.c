@@ -132,7 +132,8 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
     for (int i = 0; i < q->n_values; i++)
       if (value_matches(n, a, q->attr, q->values[i], v)) return 1;
     *status = MAP_UNSUPPORTED_ATTR;
-    snprintf(why, wn, "attribute %s=%s; the rule allows %s", q->attr, v, allowed);
+    if (snprintf(why, wn, "attribute %s=%s; the rule allows %s", q->attr, v, allowed) >= (int)wn)
+      if (wn > 4) memcpy(why + wn - 4, "...", 4); /* a cut reason says it was cut */
     return 0;
   }
   case REQ_DTYPE:

@@ -10,6 +10,7 @@
  *     Chunking bounds the scratch (and keeps the column buffer in cache) without
  *     changing the result: every output element is still one full dot product. */
 #include "mg_runtime.h"
+#include "mg_rt_select.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -30,6 +31,23 @@
 /* Fewest output positions for which im2col feeds SGEMM's packing directly. */
 #ifndef ROWS_MIN_POSITIONS
 #define ROWS_MIN_POSITIONS 128
+#endif
+
+/* Which strategies this unit compiles (mg_rt_select.h): Winograd's transforms and
+ * the depthwise row kernels are most of the file's -O3 compile time, so a project
+ * whose layers never take them leaves them out. A strategy left out is never
+ * taken: the layer goes through the general path, which computes the same
+ * convolution. The planner selects each strategy mg_conv2d_kernel names for one of
+ * the model's layers, so in a generated project that fallback does not happen. */
+#if !defined(MG_RT_SELECT) || defined(MG_RT_USE_CONV_WINOGRAD)
+#define HAVE_WINOGRAD 1
+#else
+#define HAVE_WINOGRAD 0
+#endif
+#if !defined(MG_RT_SELECT) || defined(MG_RT_USE_CONV_DEPTHWISE)
+#define HAVE_DEPTHWISE 1
+#else
+#define HAVE_DEPTHWISE 0
 #endif
 
 static int min_int(int a, int b) { return a < b ? a : b; }
@@ -259,9 +277,11 @@ static int chunk_cols(const mg_conv2d_params *p, int K) {
   return min_int(cols, npos);
 }
 
-static int is_depthwise(const mg_conv2d_params *p) {
+static int depthwise_fits(const mg_conv2d_params *p) {
   return p->group == p->C && p->group > 1;
 }
+
+
 
 static int is_pointwise(const mg_conv2d_params *p) {
   return p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 &&
@@ -316,7 +336,7 @@ static int use_rows(const mg_conv2d_params *p) {
 static int wino_th(const mg_conv2d_params *p) { return (p->OH + 1) / 2; }
 static int wino_tw(const mg_conv2d_params *p) { return (p->OW + 1) / 2; }
 
-static int use_winograd(const mg_conv2d_params *p) {
+static int winograd_fits(const mg_conv2d_params *p) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   return p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 &&
          p->dil_h == 1 && p->dil_w == 1 && Cg >= WINO_MIN_CHANNELS &&
@@ -324,6 +344,15 @@ static int use_winograd(const mg_conv2d_params *p) {
          2 * wino_tw(p) + 2 <= WINO_ROW_MAX && 16L * Mg * Cg <= WINO_U_MAX;
 }
 
+
+mg_conv_kernel mg_conv2d_kernel(const mg_conv2d_params *p) {
+  if (depthwise_fits(p)) return MG_CONV_DEPTHWISE;
+  if (winograd_fits(p)) return MG_CONV_WINOGRAD;
+  if (is_pointwise(p)) return MG_CONV_POINTWISE;
+  return MG_CONV_IM2COL;
+}
+
+#if HAVE_WINOGRAD
 /* Tile rows per chunk: as many as WINO_CHUNK_BUDGET allows, at least one. */
 static int wino_chunk_rows(const mg_conv2d_params *p) {
   const long per_row = 16L * (p->C / p->group + p->M / p->group) * wino_tw(p);
@@ -496,13 +525,16 @@ static void conv_winograd(const mg_conv2d_params *p, const float *x, const float
     wino_output(p, Mg, P, ps, th0, nth, bias, y);
   }
 }
+#endif /* HAVE_WINOGRAD */
 
 size_t mg_conv2d_scratch(const mg_conv2d_params *p) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   const int K = Cg * p->kh * p->kw;
   int cols;
-  if (is_depthwise(p)) return 0;
-  if (use_winograd(p)) return wino_scratch(p);
+  if (HAVE_DEPTHWISE && depthwise_fits(p)) return 0;
+#if HAVE_WINOGRAD
+  if (winograd_fits(p)) return wino_scratch(p);
+#endif
   if (is_pointwise(p)) return mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
   if (use_rows(p)) return mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
   cols = chunk_cols(p, K);
@@ -510,6 +542,7 @@ size_t mg_conv2d_scratch(const mg_conv2d_params *p) {
 }
 
 /* -------------------------------------------------------------- depthwise */
+#if HAVE_DEPTHWISE
 
 /* y[ow] += wv * x[ow*s] for ow < n: one kernel tap applied along an output row. */
 static void tap_row(int n, float wv, const float *x, int s, float *y) {
@@ -728,6 +761,8 @@ static void conv_depthwise(const mg_conv2d_params *p, const float *x, const floa
   }
 }
 
+#endif /* HAVE_DEPTHWISE */
+
 /* ------------------------------------------------------------------ entry */
 
 void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
@@ -736,19 +771,25 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
   const int K = Cg * p->kh * p->kw, npos = p->OH * p->OW;
   const size_t xplane = (size_t)p->H * p->W, yplane = (size_t)npos;
   int n, g;
-  if (is_depthwise(p)) {
+#if HAVE_DEPTHWISE
+  if (depthwise_fits(p)) {
     conv_depthwise(p, x, w, bias, y);
     return;
   }
+#endif
   for (n = 0; n < p->N; n++) {
     for (g = 0; g < G; g++) {
       const float *xg = x + ((size_t)n * p->C + (size_t)g * Cg) * xplane;
       const float *wg = w + (size_t)g * Mg * K;
       const float *bg = bias ? bias + (size_t)g * Mg : NULL;
       float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane;
-      if (use_winograd(p)) {
+#if HAVE_WINOGRAD
+      if (winograd_fits(p)) {
         conv_winograd(p, xg, wg, bg, yg, scratch);
-      } else if (is_pointwise(p)) {
+        continue;
+      }
+#endif
+      if (is_pointwise(p)) {
         /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW] */
         mg_sgemm(Mg, npos, Cg, 1.0f, wg, Cg, 0, xg, npos, 0, 0.0f, yg, npos, scratch);
         mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
@@ -778,6 +819,7 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
 }
 
 /* --------------------------------------------------------- conv transpose */
+#if !defined(MG_RT_SELECT) || defined(MG_RT_USE_CONV_TRANSPOSE)
 
 size_t mg_conv_transpose2d_scratch(const mg_convt2d_params *p) {
   const int Cg = p->C / p->group, rows = p->M / p->group * p->kh * p->kw;
@@ -840,3 +882,4 @@ void mg_conv_transpose2d(const mg_convt2d_params *p, const float *x, const float
       col2im_add(p, Mg, cols, yg);
     }
 }
+#endif /* MG_RT_USE_CONV_TRANSPOSE */

@@ -207,6 +207,13 @@ typedef struct {
  * - dil*(k-1) - 1) / stride) + 1; 0 when the kernel does not fit. */
 int mg_conv_out_dim(int in, int k, int stride, int dil, int pad_begin, int pad_end);
 
+/* The strategy mg_conv2d takes for p in a runtime that compiles every strategy
+ * (the dispatch below). A generated project compiles Winograd and depthwise
+ * kernels only when one of its layers takes them: the planner asks this and
+ * selects MG_RT_USE_CONV_WINOGRAD / MG_RT_USE_CONV_DEPTHWISE (mg_rt_select.h). */
+typedef enum { MG_CONV_DEPTHWISE, MG_CONV_WINOGRAD, MG_CONV_POINTWISE, MG_CONV_IM2COL } mg_conv_kernel;
+mg_conv_kernel mg_conv2d_kernel(const mg_conv2d_params *p);
+
 /* Number of floats of scratch mg_conv2d(p, ...) needs: 0 for depthwise
  * convolutions, SGEMM packing space for pointwise (1x1, stride 1, no padding)
  * ones, for Winograd ones (below) the transformed weights (at most 4 MiB) and a

@@ -5,6 +5,7 @@
  * one contiguous range (computed once per tap), so the inner loop is a plain
  * strided max/add with no bounds checks, which compilers vectorise. */
 #include "mg_runtime.h"
+#include "mg_rt_select.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -13,8 +14,14 @@
  * compiler turns into vector adds without reassociating the whole sum. */
 #define LANES 8
 
-static int min_int(int a, int b) { return a < b ? a : b; }
+#if !defined(MG_RT_SELECT) || defined(MG_RT_USE_POOL2D) || defined(MG_RT_USE_NORM)
 static int max_int(int a, int b) { return a > b ? a : b; }
+#endif
+
+/* The windowed pools are compiled when the model has one (mg_rt_select.h): they
+ * are most of this file's -O3 compile time. */
+#if !defined(MG_RT_SELECT) || defined(MG_RT_USE_POOL2D)
+static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Floor of a / b for b > 0. */
 static int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -127,6 +134,7 @@ void mg_avgpool2d(const mg_pool2d_params *p, const float *x, float *y) {
 void mg_lppool2d(const mg_pool2d_params *p, const float *x, float *y) {
   pool2d(p, POOL_LP, 0, x, y);
 }
+#endif /* MG_RT_USE_POOL2D */
 
 /* Sum of n floats in LANES partial sums (vectorisable, and more accurate than one
  * running sum). */
@@ -166,6 +174,8 @@ void mg_global_lppool(int planes, int size, float p, const float *x, float *y) {
 }
 
 /* ---------------------------------------------------- normalisations */
+/* Compiled when the model normalises (mg_rt_select.h). */
+#if !defined(MG_RT_SELECT) || defined(MG_RT_USE_NORM)
 
 void mg_channel_affine(int N, int C, int size, const float *scale, const float *shift,
                        const float *x, float *y, mg_act act, float a, float b) {
@@ -275,3 +285,4 @@ void mg_lrn(int outer, int C, int inner, int size, float alpha, float beta, floa
     }
   }
 }
+#endif /* MG_RT_USE_NORM */

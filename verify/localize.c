@@ -111,16 +111,19 @@ static void canonical_path(const torch_ctx *c, const char *node_name, char *out,
   out[0] = 0;
   for (char *save, *comp = strtok_r(raw, ".", &save); comp; comp = strtok_r(NULL, ".", &save)) {
     char cand[LOC_NAME], key[LOC_NAME];
-    snprintf(cand, sizeof cand, "%s%s%s", plain, plain[0] ? "." : "", comp);
-    snprintf(key, sizeof key, "%s%s%s", out, out[0] ? "." : "", comp);
+    /* a path longer than LOC_NAME keeps its leading components */
+    if (snprintf(cand, sizeof cand, "%s%s%s", plain, plain[0] ? "." : "", comp) >= (int)sizeof cand ||
+        snprintf(key, sizeof key, "%s%s%s", out, out[0] ? "." : "", comp) >= (int)sizeof key)
+      break;
     if (!ref_known(c, cand)) {
       char *us = strrchr(comp, '_');
       int digits = us && us[1];
       for (char *q = us ? us + 1 : NULL; q && *q; q++) digits &= isdigit((unsigned char)*q) != 0;
       if (digits) {
         *us = 0;
-        snprintf(cand, sizeof cand, "%s%s%s", plain, plain[0] ? "." : "", comp);
-        snprintf(key, sizeof key, "%s%s%s@%s", out, out[0] ? "." : "", comp, us + 1);
+        if (snprintf(cand, sizeof cand, "%s%s%s", plain, plain[0] ? "." : "", comp) >= (int)sizeof cand ||
+            snprintf(key, sizeof key, "%s%s%s@%s", out, out[0] ? "." : "", comp, us + 1) >= (int)sizeof key)
+          break;
       }
     }
     copy_str(plain, sizeof plain, cand);

@@ -94,6 +94,16 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
                   (long long)g.out[0], (long long)g.out[1], act.act, nn_flit(fa, act.a),
                   nn_flit(fb, act.b));
   nn_need(c, "conv.c");
+  {
+    /* the strategy mg_conv2d will take: its kernels are compiled only if selected */
+    const mg_conv2d_params kp = {
+        (int)xd[0], (int)xd[1], (int)g.in[0], (int)g.in[1], (int)wd[0], (int)g.k[0], (int)g.k[1],
+        (int)G, (int)g.s[0], (int)g.s[1], (int)g.d[0], (int)g.d[1], (int)g.pb[0], (int)g.pb[1],
+        (int)g.pe[0], (int)g.pe[1], (int)g.out[0], (int)g.out[1], MG_ACT_NONE, 0.0f, 0.0f};
+    const mg_conv_kernel k = mg_conv2d_kernel(&kp);
+    if (k == MG_CONV_WINOGRAD) cg_select(c, "MG_RT_USE_CONV_WINOGRAD");
+    if (k == MG_CONV_DEPTHWISE) cg_select(c, "MG_RT_USE_CONV_DEPTHWISE");
+  }
   cg_line(c, "mg_conv2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), cg_in(c, w),
           b ? cg_in(c, b) : "NULL", cg_out(c, y), cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
   return 0;
@@ -143,6 +153,7 @@ int cg_emit_ConvTranspose(cg_ctx *c, const mg_node *n) {
                   (long long)s[1], (long long)d[0], (long long)d[1], (long long)pb[0],
                   (long long)pb[1], (long long)out[0], (long long)out[1]);
   nn_need(c, "conv.c");
+  cg_select(c, "MG_RT_USE_CONV_TRANSPOSE");
   cg_line(c, "mg_conv_transpose2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), cg_in(c, w),
           b ? cg_in(c, b) : "NULL", cg_out(c, y),
           cg_scratch(c, "mg_conv_transpose2d_scratch(&%s)", prm));
@@ -189,6 +200,7 @@ static int emit_pool(cg_ctx *c, const mg_node *n, int kind) {
                   nn_flit(fp, (float)p));
   fn = kind == POOL_MAX ? "mg_maxpool2d" : kind == POOL_AVG ? "mg_avgpool2d" : "mg_lppool2d";
   nn_need(c, "nn.c");
+  cg_select(c, "MG_RT_USE_POOL2D");
   cg_line(c, "%s(&%s, %s, %s);", fn, prm, cg_in(c, x), cg_out(c, y));
   return 0;
 }
@@ -264,6 +276,7 @@ int cg_emit_BatchNormalization(cg_ctx *c, const mg_node *n) {
   if (!cg_is_const(n->in[1]) || !cg_is_const(n->in[2]) || !cg_is_const(n->in[3]) ||
       !cg_is_const(n->in[4])) {
     /* statistics known only at run time: folded per call */
+    cg_select(c, "MG_RT_USE_NORM");
     cg_line(c, "mg_batchnorm(%lld, %lld, %lld, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s);",
             (long long)N, (long long)C, (long long)size, cg_in(c, x), cg_in(c, n->in[1]),
             cg_in(c, n->in[2]), cg_in(c, n->in[3]), cg_in(c, n->in[4]),
@@ -288,6 +301,7 @@ int cg_emit_BatchNormalization(cg_ctx *c, const mg_node *n) {
   sn = cg_f32s(c, scale + 4 * C, (int)C);
   tn = cg_f32s(c, shift, (int)C);
   free(scale);
+  cg_select(c, "MG_RT_USE_NORM");
   cg_line(c, "mg_channel_affine(%lld, %lld, %lld, %s, %s, %s, %s, %s, %s, %s);", (long long)N,
           (long long)C, (long long)size, sn, tn, cg_in(c, x), cg_out(c, y), act.act,
           nn_flit(fa, act.a), nn_flit(fb, act.b));
@@ -376,6 +390,7 @@ int cg_emit_LayerNormalization(cg_ctx *c, const mg_node *n) {
   if (n->n_in > 2 && n->in[2] && !(bi = ln_param(c, n, n->in[2], xr - (int)axis, xd + axis, inner)))
     return -1;
   nn_need(c, "nn.c");
+  cg_select(c, "MG_RT_USE_NORM");
   cg_line(c, "mg_layernorm(%lld, %lld, %s, %s, %s, %s, %s, %s, %s);", (long long)outer,
           (long long)inner, cg_in(c, x), sc, bi, nn_flit(fe, mg_attr_float(n, "epsilon", 1e-5f)),
           cg_out(c, y), mo ? cg_out(c, mo) : "NULL", io ? cg_out(c, io) : "NULL");
@@ -420,6 +435,7 @@ static int emit_group_norm(cg_ctx *c, const mg_node *n, int64_t G) {
     free(src);
   }
   nn_need(c, "nn.c");
+  cg_select(c, "MG_RT_USE_NORM");
   cg_line(c, "mg_groupnorm(%lld, %lld, %lld, %lld, %s, %s, %s, %s, %s);", (long long)N,
           (long long)C, (long long)G, (long long)size, cg_in(c, x), names[0], names[1],
           nn_flit(fe, mg_attr_float(n, "epsilon", 1e-5f)), cg_out(c, y));
@@ -448,6 +464,7 @@ int cg_emit_LRN(cg_ctx *c, const mg_node *n) {
   if (!sa || sa->i < 1 || sa->i > (1 << 20)) return cg_unsupported(c, n, "size must be positive");
   if (planes_of(c, n, x, &N, &C, &size)) return -1;
   nn_need(c, "nn.c");
+  cg_select(c, "MG_RT_USE_NORM");
   cg_line(c, "mg_lrn(%lld, %lld, %lld, %lld, %s, %s, %s, %s, %s);", (long long)N, (long long)C,
           (long long)size, (long long)sa->i, nn_flit(fa, mg_attr_float(n, "alpha", 1e-4f)),
           nn_flit(fb, mg_attr_float(n, "beta", 0.75f)), nn_flit(fc, mg_attr_float(n, "bias", 1.0f)),
