@@ -11,7 +11,8 @@ cd "$(dirname "$0")/../.."
 MIGC=$BUILD/migc
 work=build/fixtures/coverage tv=build/fixtures/tv
 mkdir -p "$work" "$tv"
-ZOO=resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,googlenet,inception_v3,regnet_y_400mf,convnext_tiny,vit_b_16,swin_t,maxvit_t,deeplabv3_mobilenet_v3_large,fcn_resnet50,lraspp_mobilenet_v3_large
+. tests/e2e/zoo_lists.sh
+ZOO=${MIGC_ZOO:-$ZOO_TEST}
 /usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$ZOO" --opsets 17 --modes default >/dev/null ||
   { echo "export failed"; exit 1; }
 pass=0 fail=0

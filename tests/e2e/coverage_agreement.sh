@@ -5,13 +5,15 @@
 # equal what `migc convert --target cpu,mindspore` converts, and its MindSpore
 # custom ops (ops.Custom CPU kernels) are the nodes convert made custom ops of
 # (tests/fixtures/coverage_agreement.py), also on a model built to have them.
-# The zoo is exported once into build/fixtures/tv (shared with the other suites).
+# The zoo is exported once into build/fixtures/tv (shared with the other suites);
+# make test takes ZOO_TEST, make test-zoo the whole zoo (tests/e2e/zoo_lists.sh).
 # usage: tests/e2e/coverage_agreement.sh BUILD_DIR
 set -u -o pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/../.."
 MIGC=$BUILD/migc
-ZOO=resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,googlenet,inception_v3,regnet_y_400mf,convnext_tiny,vit_b_16,swin_t,maxvit_t,deeplabv3_mobilenet_v3_large,fcn_resnet50,lraspp_mobilenet_v3_large
+. tests/e2e/zoo_lists.sh
+ZOO=${MIGC_ZOO:-$ZOO_TEST}
 tv=build/fixtures/tv
 /usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$ZOO" --opsets 17 --modes default,preserve \
   > /dev/null 2>&1 || { echo "zoo export failed"; exit 1; }

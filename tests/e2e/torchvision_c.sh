@@ -9,7 +9,8 @@
 # usage: tests/e2e/torchvision_c.sh BUILD_DIR [MODELS] [CC]
 set -u
 BUILD=${1:-build}
-MODELS=${2:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,vit_b_16,convnext_tiny,swin_t,deeplabv3_mobilenet_v3_large}
+. "$(dirname "$0")/zoo_lists.sh"
+MODELS=${2:-$ZOO_TEST}
 CCOMP=${3:-cc}
 cd "$(dirname "$0")/../.."
 BUILD=$(cd "$BUILD" && pwd)

@@ -7,7 +7,8 @@
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/../.."
-ZOO=resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,googlenet,inception_v3,regnet_y_400mf,vit_b_16,swin_t,maxvit_t,convnext_tiny,deeplabv3_mobilenet_v3_large,fcn_resnet50,lraspp_mobilenet_v3_large
+. tests/e2e/zoo_lists.sh
+ZOO=$ZOO_FULL
 rc=0
 echo "=== reference interpreter against PyTorch"
 bash tests/e2e/torchvision_interp.sh "$BUILD" "$ZOO" || rc=1
@@ -17,6 +18,11 @@ echo "=== Resize against torch and the specification, 1000 random cases"
 bash tests/e2e/resize_diff.sh "$BUILD/migc" 1000 7 || rc=1
 echo "=== parity gate (migc verify --grad) on issue 7's acceptance models"
 bash tests/e2e/parity_zoo.sh "$BUILD" || rc=1
+echo "=== torchvision exports at opset 13 too (make test takes the smaller models only)"
+bash tests/e2e/torchvision_inspect.sh "$BUILD/migc" "$ZOO" "$ZOO" || rc=1
+echo "=== coverage reports and coverage-convert agreement over the whole zoo"
+MIGC_ZOO=$ZOO bash tests/e2e/coverage.sh "$BUILD" || rc=1
+MIGC_ZOO=$ZOO bash tests/e2e/coverage_agreement.sh "$BUILD" || rc=1
 echo "=== coverage over the zoo (build/zoo-coverage.md)"
 models=()
 for m in ${ZOO//,/ }; do models+=("build/fixtures/tv/${m}_op17_default.onnx"); done
