@@ -436,6 +436,7 @@ static void test_conv_depthwise_specialised(void **state) {
     p.pad_r = rnd_int(0, k - 1);
     rnd_act(&p.act, &p.act_a, &p.act_b);
     if (!finish_params(&p) || p.group < 2) continue;
+    assert_int_equal(mg_conv2d_kernel(&p), MG_CONV_DEPTHWISE);
     check_conv(&p, rnd() & 1);
   }
 }
@@ -463,6 +464,8 @@ static void test_conv_winograd(void **state) {
     p.pad_r = rnd_int(0, 2);
     rnd_act(&p.act, &p.act_a, &p.act_b);
     if (!finish_params(&p) || (p.OH + 1) / 2 * ((p.OW + 1) / 2) < 32) continue;
+    /* the strategy the planner selects kernels by (mg_conv2d_kernel's contract) */
+    assert_int_equal(mg_conv2d_kernel(&p), MG_CONV_WINOGRAD);
     check_conv(&p, rnd() & 1);
   }
   /* resnet's layer1 3x3 (64 channels, 56x56, pad 1) */
