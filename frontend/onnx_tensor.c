@@ -100,6 +100,53 @@ static int path_is_safe(const char *loc) {
   return 1;
 }
 
+/* Opens `rel` (relative, no ".." component: path_is_safe) under `dir` one component
+ * at a time with O_NOFOLLOW, so a symbolic link beside the model, or a linked
+ * folder, cannot point the import at a file elsewhere; O_NONBLOCK so a FIFO cannot
+ * hang the open. Returns the descriptor of a regular file, or -1 with errno set:
+ * ELOOP for a link on the way, EINVAL for something not a regular file. */
+static int open_beneath(const char *dir, const char *rel) {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (const char *p = rel; dfd >= 0;) {
+    char comp[256];
+    size_t n = strcspn(p, "/");
+    if (n >= sizeof comp) {
+      close(dfd);
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    memcpy(comp, p, n);
+    comp[n] = 0;
+    p += n;
+    while (*p == '/') p++;
+    if (!n) continue; /* "a//b" */
+    if (!*p) {
+      int fd = openat(dfd, comp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      int saved = errno;
+      struct stat st;
+      close(dfd);
+      errno = saved;
+      if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+      }
+      return fd;
+    }
+    int next = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    /* a linked folder fails as ENOTDIR: say that it is a link */
+    if (next < 0 && errno == ENOTDIR && !fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) &&
+        S_ISLNK(st.st_mode))
+      errno = ELOOP;
+    int saved = errno;
+    close(dfd);
+    errno = saved;
+    dfd = next;
+  }
+  return -1;
+}
+
 static int map_external(import_ctx *c, const char *tensor, const char *location,
                         const unsigned char **addr, size_t *len) {
   if (!c->base_dir) {
@@ -117,16 +164,23 @@ static int map_external(import_ctx *c, const char *tensor, const char *location,
     mg_error(c->d, LIMIT, tensor, NULL, "external data path too long");
     return -1;
   }
-  int fd = open(path, O_RDONLY);
+  int fd = open_beneath(c->base_dir, location);
   if (fd < 0) {
-    mg_error(c->d, IO, tensor, NULL, "cannot open external data '%s': %s", path,
-             strerror(errno));
+    if (errno == ELOOP)
+      mg_error(c->d, INVALID, tensor, NULL,
+               "external data '%s' goes through a symbolic link: it must be a file in the "
+               "model's directory", path);
+    else if (errno == EINVAL)
+      mg_error(c->d, INVALID, tensor, NULL, "external data '%s' is not a regular file", path);
+    else
+      mg_error(c->d, IO, tensor, NULL, "cannot open external data '%s': %s", path,
+               strerror(errno));
     return -1;
   }
   struct stat st;
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st)) {
     close(fd);
-    mg_error(c->d, IO, tensor, NULL, "external data '%s' is not a regular file", path);
+    mg_error(c->d, IO, tensor, NULL, "cannot stat external data '%s': %s", path, strerror(errno));
     return -1;
   }
   void *p = st.st_size ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;

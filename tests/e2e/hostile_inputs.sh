@@ -6,6 +6,7 @@
 #   XML: the rules (coverage --rules), the naming rules (weights --rules) and a
 #        parity policy (unit test test_parity) with a DTD: quadratic and
 #        exponential entity expansion, an external entity naming the canary.
+#   External data: a symbolic link beside the model, a linked folder, a FIFO.
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
 set -u
 BUILD=${1:-build}
@@ -62,6 +63,43 @@ for f in laughs_naming xxe_naming; do
   expect_refused "weights --rules $f" "$f.xml" "DOCTYPE is not accepted" \
     "$MIGC" weights "$model" --rules "$work/$f.xml" -o "$work/outputs/$f.ckpt"
 done
+
+# --- external data that leaves the model's folder: a symbolic link to the canary,
+# a linked folder, and a FIFO (which once hung the import)
+ext=$work/ext outside=$work/outside
+mkdir -p "$ext" "$outside"
+printf '%-32.32s' "$canary" > "$outside/w.bin" # 8 float32s of canary text
+/usr/bin/python3 - "$ext" <<'PY' || { echo "fixture failed"; exit 1; }
+import sys, onnx
+from onnx import TensorProto, helper
+d = sys.argv[1]
+for name, location in (("link", "w.bin"), ("linkdir", "sub/w.bin"), ("fifo", "fifo.bin"),
+                       ("plain", "data/w.bin")):
+    w = helper.make_tensor("w", TensorProto.FLOAT, [8], [0.0] * 8)
+    w.ClearField("float_data")
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "32")):
+        e = w.external_data.add(); e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])], [w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "%s/%s.onnx" % (d, name))
+PY
+ln -s "$outside/w.bin" "$ext/w.bin"
+ln -s "$outside" "$ext/sub"
+mkfifo "$ext/fifo.bin"
+for m in link linkdir; do
+  expect_refused "external data through a symlink ($m)" "w.bin" "symbolic link" \
+    "$MIGC" weights "$ext/$m.onnx" -o "$work/outputs/$m.ckpt"
+done
+expect_refused "external data that is a FIFO" "fifo.bin" "not a regular file" \
+  "$MIGC" weights "$ext/fifo.onnx" -o "$work/outputs/fifo.ckpt"
+# the control: the same model with its data in a real subfolder loads
+mkdir -p "$ext/data" && head -c 32 /dev/zero > "$ext/data/w.bin"
+if "$MIGC" weights "$ext/plain.onnx" -o "$work/outputs/plain.ckpt" > "$work/plain.log" 2>&1; then
+  ok "external data in a subfolder of the model's folder still loads"
+else bad "external data in a subfolder: $(tail -1 "$work/plain.log")"; fi
+expect_refused "inspect of external data through a symlink" "w.bin" "symbolic link" "$MIGC" inspect --json "$ext/link.onnx"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ] && rm -rf "$work"
