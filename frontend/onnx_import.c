@@ -745,6 +745,16 @@ static int import_model(import_ctx *c, const Onnx__ModelProto *mp, const onnx_sl
   return import_graph(c, mp->graph, m->graph, slim->refs, slim->n_refs, 0);
 }
 
+/* What a file that is not an ONNX protobuf looks like from its first bytes, for the
+ * diagnostic: a torch zip archive, a pickle, a safetensors file, or NULL. */
+static const char *other_format(const unsigned char *b, size_t n) {
+  if (n >= 4 && b[0] == 'P' && b[1] == 'K' && b[2] == 3 && b[3] == 4)
+    return "a zip archive (a torch .pth?)";
+  if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) return "a Python pickle (a legacy torch .pth?)";
+  if (n >= 9 && b[8] == '{') return "a safetensors file (8-byte header length, then JSON)";
+  return NULL;
+}
+
 int onnx_import_buffer(const void *buf, size_t len, const char *base_dir, mg_diags *d,
                        mg_model **out) {
   *out = NULL;
@@ -760,7 +770,9 @@ int onnx_import_buffer(const void *buf, size_t len, const char *base_dir, mg_dia
     return -1;
   }
   if (r) {
-    mg_error(d, MALFORMED, NULL, NULL, "not a valid ONNX protobuf: %s", why);
+    const char *fmt = other_format(buf, len);
+    if (fmt) mg_error(d, MALFORMED, NULL, NULL, "not an ONNX model: this is %s", fmt);
+    else mg_error(d, MALFORMED, NULL, NULL, "not a valid ONNX protobuf: %s", why);
     return -1;
   }
   Onnx__ModelProto *mp = onnx__model_proto__unpack(&import_pb_allocator, slim.slim_len, slim.slim);

@@ -65,9 +65,12 @@ static char sniff(const unsigned char *b, size_t n, uint64_t file_len) {
   if (n >= 4 && b[0] == 'P' && b[1] == 'K' && ((b[2] == 3 && b[3] == 4) || (b[2] == 5 && b[3] == 6))) return 'z';
   if (n >= 1 && b[0] == 0x80) return 'l';
   if (n >= 9 && b[8] == '{') {
+    /* a header length past the end (a truncated file) is still safetensors, which
+     * safetensors_open then says; an ONNX protobuf's first 8 bytes read as a length
+     * of 2^56 or more */
     uint64_t h = 0;
     for (int i = 7; i >= 0; i--) h = h << 8 | b[i];
-    if (h <= file_len - 8) return 's';
+    if (h <= file_len - 8 || h < ((uint64_t)1 << 32)) return 's';
   }
   if (n >= 262 && !memcmp(b + 257, "ustar", 5)) return 't';
   return 'o';

@@ -7,6 +7,8 @@
 #        parity policy (unit test test_parity) with a DTD: quadratic and
 #        exponential entity expansion, an external entity naming the canary.
 #   External data: a symbolic link beside the model, a linked folder, a FIFO.
+#   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
+#        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
 set -u
 BUILD=${1:-build}
@@ -100,6 +102,27 @@ if "$MIGC" weights "$ext/plain.onnx" -o "$work/outputs/plain.ckpt" > "$work/plai
   ok "external data in a subfolder of the model's folder still loads"
 else bad "external data in a subfolder: $(tail -1 "$work/plain.log")"; fi
 expect_refused "inspect of external data through a symlink" "w.bin" "symbolic link" "$MIGC" inspect --json "$ext/link.onnx"
+
+# --- the smaller ones: an opset from the future, a Concat with no axis, and files of
+# another format, which are named as what they are
+/usr/bin/python3 - "$work" <<'PY' || { echo "fixture failed"; exit 1; }
+import sys, onnx
+from onnx import TensorProto as T, helper
+d = sys.argv[1]
+f = lambda n, s: helper.make_tensor_value_info(n, T.FLOAT, s)
+g = helper.make_graph([helper.make_node("Concat", ["a", "b"], ["y"], name="cat")], "g", [f("a", [2]), f("b", [2])], [f("y", [4])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), d + "/noaxis.onnx")
+g = helper.make_graph([helper.make_node("Relu", ["a"], ["y"], name="r")], "g", [f("a", [2])], [f("y", [2])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 99)]), d + "/opset99.onnx")
+open(d + "/cut.safetensors", "wb").write((200).to_bytes(8, "little") + b'{"w": {"dtype": "F32", "sha')
+PY
+expect_refused "opset 99" "opset99.onnx" "opset 99" "$MIGC" convert "$work/opset99.onnx" -o "$work/outputs/o99"
+expect_refused "Concat without axis" "noaxis.onnx" "requires the attribute 'axis'" "$MIGC" inspect "$work/noaxis.onnx"
+expect_refused "a cut safetensors header" "cut.safetensors" "safetensors header length" \
+  "$MIGC" weights "$work/cut.safetensors" -o "$work/outputs/cut.ckpt"
+expect_refused "a safetensors file given as the model" "cut.safetensors" "this is a safetensors file" \
+  "$MIGC" inspect "$work/cut.safetensors"
+expect_refused "a .pth given as the model" "tiny_cnn.pth" "this is a zip archive" "$MIGC" inspect samples/tiny_cnn.pth
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ] && rm -rf "$work"
