@@ -211,6 +211,23 @@ static void adopt_declared_dims(mg_value *v) {
   v->shape_declared = 1;
 }
 
+/* Whether the known dims of v's shape multiply to at most MG_NUMEL_MAX elements;
+ * records a LIMIT error naming v and the node that made it otherwise. Every later
+ * product of dims (planners, emitters, kernels) relies on this bound. */
+static int numel_fits(infer_ctx *c, const mg_value *v, const mg_node *n) {
+  int64_t p = 1;
+  if (!v || v->shape.rank < 0) return 1;
+  for (int i = 0; i < v->shape.rank; i++)
+    if (v->shape.d[i].v >= 0 && (!mg_mul_i64(p, v->shape.d[i].v, &p) || p > MG_NUMEL_MAX)) {
+      char buf[256];
+      mg_error(c->d, LIMIT, n ? n->name : v->name, n ? n->op_type : NULL,
+               "%s%s has shape %s: more than 2^59 elements", n ? "output " : "", v->name,
+               mg_shape_str(&v->shape, buf, sizeof buf));
+      return 0;
+    }
+  return 1;
+}
+
 int infer_node(infer_ctx *c, mg_node *n) {
   if (n->op == MG_OP_UNKNOWN) {
     for (int i = 0; i < n->n_out; i++)
@@ -230,6 +247,8 @@ int infer_node(infer_ctx *c, mg_node *n) {
   if (!n->graph->model->derive_shapes_only)
     for (int i = 0; i < n->n_out; i++) adopt_declared_dims(n->out[i]);
   if (c->oom) return -1;
+  for (int i = 0; i < n->n_out; i++)
+    if (!numel_fits(c, n->out[i], n)) return -1;
   if (n->n_out >= 1 && n->out[0] && !n->out[0]->data && fold_supports(n->op) &&
       all_inputs_constant(n)) {
     int r = fold_node(n);
@@ -247,7 +266,19 @@ int infer_graph(infer_ctx *c, mg_graph *g) {
   return rc;
 }
 
+static int infer_shapes(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d);
+
+/* Shape inference's problems are the model's: recorded against its file unless the
+ * caller named another. */
 int ir_infer_shapes(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d) {
+  const char *saved = d->file;
+  if (!d->file && m->path) d->file = m->path;
+  int rc = infer_shapes(m, ov, n_ov, d);
+  d->file = saved;
+  return rc;
+}
+
+static int infer_shapes(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags *d) {
   infer_ctx c = {.m = m, .d = d};
   mg_graph *g = m->graph;
   for (int i = 0; i < n_ov; i++) {
@@ -268,6 +299,8 @@ int ir_infer_shapes(mg_model *m, const mg_shape_override *ov, int n_ov, mg_diags
                 k, (long long)v->shape.d[k].v, (long long)ov[i].shape.d[k].v);
     v->shape = ov[i].shape;
   }
+  for (int i = 0; i < g->n_inputs; i++)
+    if (!numel_fits(&c, g->inputs[i], NULL)) return -1;
   int rc = infer_graph(&c, g);
   if (c.oom) {
     mg_error(d, OOM, NULL, NULL, "out of memory during shape inference");

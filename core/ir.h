@@ -66,6 +66,10 @@ enum { MG_MAX_RANK = 16 };
 /* The largest dimension migc accepts (2^40). Bounding dims keeps every shape
  * computation far from int64 overflow; a model with a larger one is rejected. */
 #define MG_DIM_MAX ((int64_t)1 << 40)
+/* Most elements one tensor may have (the product of its known dims): 2^59, so that
+ * its size in bytes (at most 16 per element) and the byte offsets into it fit int64
+ * and size_t. Shape inference refuses a larger shape as a LIMIT error. */
+#define MG_NUMEL_MAX ((int64_t)1 << 59)
 
 /* One dimension: v >= 0 is known; v < 0 is unknown, with sym naming it if the model
  * or inference gave it a name ("batch", "seq"). */

@@ -7,6 +7,7 @@
 #        parity policy (unit test test_parity) with a DTD: quadratic and
 #        exponential entity expansion, an external entity naming the canary.
 #   External data: a symbolic link beside the model, a linked folder, a FIFO.
+#   Shapes of 2^120 elements: declared, from Reshape, from Expand.
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
@@ -102,6 +103,24 @@ if "$MIGC" weights "$ext/plain.onnx" -o "$work/outputs/plain.ckpt" > "$work/plai
   ok "external data in a subfolder of the model's folder still loads"
 else bad "external data in a subfolder: $(tail -1 "$work/plain.log")"; fi
 expect_refused "inspect of external data through a symlink" "w.bin" "symbolic link" "$MIGC" inspect --json "$ext/link.onnx"
+
+# --- shapes whose element count overflows: declared on an input, made by Reshape and
+# by Expand from constants (2^120 elements each; 2^40 is the largest dim accepted)
+/usr/bin/python3 - "$work" <<'PY' || { echo "fixture failed"; exit 1; }
+import sys, onnx
+from onnx import TensorProto as T, helper
+d, B = sys.argv[1], 2 ** 40
+f = lambda n, s: helper.make_tensor_value_info(n, T.FLOAT, s)
+save = lambda g, n: onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "%s/%s.onnx" % (d, n))
+save(helper.make_graph([helper.make_node("Relu", ["a"], ["y"], name="r")], "g", [f("a", [B, B, B])], [f("y", [B, B, B])]), "huge_input")
+for op, n in (("Reshape", 4), ("Expand", 1)):
+    save(helper.make_graph([helper.make_node(op, ["a", "s"], ["y"], name="n")], "g", [f("a", [n])], [f("y", None)],
+                           [helper.make_tensor("s", T.INT64, [3], [B, B, B])]), "huge_" + op.lower())
+PY
+for m in huge_input huge_reshape huge_expand; do
+  expect_refused "$m: inspect" "$m.onnx" "more than 2^59 elements" "$MIGC" inspect "$work/$m.onnx"
+  expect_refused "$m: convert" "$m.onnx" "more than 2^59 elements" "$MIGC" convert "$work/$m.onnx" -o "$work/outputs/$m"
+done
 
 # --- the smaller ones: an opset from the future, a Concat with no axis, and files of
 # another format, which are named as what they are
