@@ -12,22 +12,28 @@ out=build/fixtures/tv
 mkdir -p "$out"
 /usr/bin/python3 tests/fixtures/export_torchvision.py -o "$out" --models "$MODELS" \
   --opsets 17 --modes default,preserve --refs || { echo "export failed"; exit 1; }
-pass=0 fail=0
+# one MODEL MODE: runs the export through the interpreter; prints its ok/FAIL line
+one() {
+  local model=$1 mode=$2 f="$out/${1}_op17_${2}.onnx" run="$out/run_${1}_${2}" start=$SECONDS res
+  rm -rf "$run"
+  if ! "$BUILD/migc" run "$f" --input input="$out/${model}_input.npy" --output-dir "$run" > "$run.log" 2>&1; then
+    echo "FAIL ${model} ${mode}: $(grep -m1 error "$run.log")"; return
+  fi
+  if res=$("$BUILD/tests/npycmp" "$run/output.npy" "$out/${model}_output.npy"); then
+    echo "ok   ${model} ${mode} ($((SECONDS - start)) s): $res"
+  else echo "FAIL ${model} ${mode}: $res"; fi
+}
+# as many at once as there are cores (each run is single-threaded); lines in order
+results=()
 for model in ${MODELS//,/ }; do
   for mode in default preserve; do
-    f="$out/${model}_op17_${mode}.onnx"
-    run="$out/run_${model}_${mode}"
-    rm -rf "$run"
-    start=$SECONDS
-    if ! "$BUILD/migc" run "$f" --input input="$out/${model}_input.npy" --output-dir "$run" > "$run.log" 2>&1; then
-      echo "FAIL ${model} ${mode}: $(grep -m1 error "$run.log")"; fail=$((fail + 1)); continue
-    fi
-    if res=$("$BUILD/tests/npycmp" "$run/output.npy" "$out/${model}_output.npy"); then
-      echo "ok   ${model} ${mode} ($((SECONDS - start)) s): $res"; pass=$((pass + 1))
-    else
-      echo "FAIL ${model} ${mode}: $res"; fail=$((fail + 1))
-    fi
+    r="$out/result_${model}_${mode}"; results+=("$r")
+    one "$model" "$mode" > "$r" 2>&1 &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
   done
 done
+wait
+cat "${results[@]}"
+pass=$(cat "${results[@]}" | grep -c '^ok') fail=$(cat "${results[@]}" | grep -c '^FAIL')
 echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+[ $fail -eq 0 ] && [ $pass -eq ${#results[@]} ]
