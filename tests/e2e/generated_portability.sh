@@ -24,34 +24,47 @@ work=$(mktemp -d)
 cache=""
 if command -v ccache >/dev/null; then cache="ccache "; export CCACHE_DIR=${CCACHE_DIR:-$PWD/build/ccache}; fi
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
+pass=0 fail=0 converted=()
 for model in ${MODELS//,/ }; do
   src=$work/$model
   if ! "$BUILD/migc" convert "$tv/${model}_op17_default.onnx" -o "$src" --cpu-only > "$src.log" 2>&1; then
     echo "FAIL $model: convert: $(grep -m1 error "$src.log")"; fail=$((fail + 1)); continue
   fi
+  converted+=("$model")
+done
+# one MODEL TARGET: builds the converted project with one compiler, runs and checks it
+one() {
+  local model=$1 target=$2 dir=$work/${1}_$2 start res args run
+  cp -r "$work/$model/cpu" "$dir"
+  case $target in
+    gcc) args=("CC=${cache}gcc") run=() ;;
+    clang) args=("CC=${cache}clang") run=() ;;
+    clang-aarch64) args=("CC=${cache}clang --target=aarch64-linux-gnu --sysroot=$SYSROOT" ARCH= "LDFLAGS=-fuse-ld=lld -static")
+                   run=(qemu-aarch64 -L $SYSROOT) ;;
+  esac
+  if ! make -s -j"$(nproc)" -C "$dir" WERROR=-Werror "${args[@]}" > "$dir.make.log" 2>&1; then
+    echo "FAIL $model $target: build: $(grep -m1 -E 'error|warning' "$dir.make.log")"; return
+  fi
+  start=$SECONDS
+  if ! "${run[@]}" "$dir/runner" --input input="$tv/${model}_input.npy" --output-dir "$dir" > "$dir.run.log" 2>&1; then
+    echo "FAIL $model $target: run: $(head -1 "$dir.run.log")"; return
+  fi
+  if res=$("$BUILD/tests/npycmp" "$dir/output.npy" "$tv/${model}_output.npy"); then
+    echo "ok   $model $target ($((SECONDS - start)) s): $res"
+  else echo "FAIL $model $target: $res"; fi
+}
+# as many at once as there are cores (qemu's runs are most of the time); lines in order
+results=()
+for model in "${converted[@]}"; do
   for target in gcc clang clang-aarch64; do
-    dir=$work/${model}_$target
-    cp -r "$src/cpu" "$dir"
-    case $target in
-      gcc) args=("CC=${cache}gcc") run=() ;;
-      clang) args=("CC=${cache}clang") run=() ;;
-      clang-aarch64) args=("CC=${cache}clang --target=aarch64-linux-gnu --sysroot=$SYSROOT" ARCH= "LDFLAGS=-fuse-ld=lld -static")
-                     run=(qemu-aarch64 -L $SYSROOT) ;;
-    esac
-    if ! make -s -j"$(nproc)" -C "$dir" WERROR=-Werror "${args[@]}" > "$dir.make.log" 2>&1; then
-      echo "FAIL $model $target: build: $(grep -m1 -E 'error|warning' "$dir.make.log")"; fail=$((fail + 1)); continue
-    fi
-    start=$SECONDS
-    if ! "${run[@]}" "$dir/runner" --input input="$tv/${model}_input.npy" --output-dir "$dir" > "$dir.run.log" 2>&1; then
-      echo "FAIL $model $target: run: $(head -1 "$dir.run.log")"; fail=$((fail + 1)); continue
-    fi
-    if res=$("$BUILD/tests/npycmp" "$dir/output.npy" "$tv/${model}_output.npy"); then
-      echo "ok   $model $target ($((SECONDS - start)) s): $res"; pass=$((pass + 1))
-    else
-      echo "FAIL $model $target: $res"; fail=$((fail + 1))
-    fi
+    r="$work/result_${model}_$target"; results+=("$r")
+    one "$model" "$target" > "$r" 2>&1 &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
   done
 done
+wait
+[ ${#results[@]} -gt 0 ] && cat "${results[@]}"
+ran=$([ ${#results[@]} -gt 0 ] && cat "${results[@]}" | grep -c '^ok' || echo 0)
+pass=$((pass + ran)) fail=$((fail + ${#results[@]} - ran))
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
