@@ -148,11 +148,71 @@ static int slim_message(slim_ctx *c, const unsigned char *p, const unsigned char
   return 0;
 }
 
+/* ------------------------------------------------------------ nesting */
+
+/* The messages of onnx.proto that can hold themselves, through the fields below:
+ * a graph in a node's attribute, a type in a sequence type. protobuf-c decodes them
+ * by recursion, so a file of a few hundred KB nested 20000 deep would overflow the
+ * stack before migc's own limits (MAX_GRAPH_DEPTH) are checked. */
+enum { M_MODEL, M_GRAPH, M_NODE, M_ATTR, M_VALUE_INFO, M_TYPE, M_TYPE_ELEM, M_TRAINING, M_FUNCTION };
+static const struct { int msg, field, child; } nesting_fields[] = {
+    {M_MODEL, 7, M_GRAPH},        {M_MODEL, 20, M_TRAINING},   {M_MODEL, 25, M_FUNCTION},
+    {M_TRAINING, 1, M_GRAPH},     {M_TRAINING, 2, M_GRAPH},    {M_FUNCTION, 7, M_NODE},
+    {M_GRAPH, 1, M_NODE},         {M_GRAPH, 11, M_VALUE_INFO}, {M_GRAPH, 12, M_VALUE_INFO},
+    {M_GRAPH, 13, M_VALUE_INFO},  {M_NODE, 5, M_ATTR},         {M_ATTR, 6, M_GRAPH},
+    {M_ATTR, 11, M_GRAPH},        {M_ATTR, 14, M_TYPE},        {M_ATTR, 15, M_TYPE},
+    {M_VALUE_INFO, 2, M_TYPE},
+    /* TypeProto.sequence_type (4), map_type (5), optional_type (9), whose element or
+     * value type (field 1; a Map's is 2) is a TypeProto again */
+    {M_TYPE, 4, M_TYPE_ELEM},     {M_TYPE, 5, M_TYPE_ELEM},    {M_TYPE, 9, M_TYPE_ELEM},
+    {M_TYPE_ELEM, 1, M_TYPE},     {M_TYPE_ELEM, 2, M_TYPE},
+};
+
+/* Whether the message [p, end) of type msg nests at most `left` more levels of the
+ * recursive messages above; the walk's own recursion is bounded by the same limit.
+ * Returns 0, or -1 with *why set (too deep, or a malformed field on the way). */
+static int check_nesting(const unsigned char *p, const unsigned char *end, int msg, int left,
+                         const char **why) {
+  if (left <= 0) {
+    *why = "messages nest deeper than 200 levels (graphs in attributes, types in types)";
+    return -1;
+  }
+  while (p < end) {
+    uint64_t key, v;
+    if (read_varint(&p, end, &key)) return *why = "truncated field key", -1;
+    switch ((int)(key & 7)) {
+    case WT_VARINT:
+      if (read_varint(&p, end, &v)) return *why = "truncated varint", -1;
+      break;
+    case WT_I64:
+    case WT_I32: {
+      size_t n = (key & 7) == WT_I64 ? 8 : 4;
+      if ((size_t)(end - p) < n) return *why = "truncated fixed-width field", -1;
+      p += n;
+      break;
+    }
+    case WT_LEN:
+      if (read_varint(&p, end, &v) || v > (uint64_t)(end - p))
+        return *why = "length-delimited field runs past the end of its message", -1;
+      for (size_t i = 0; i < sizeof nesting_fields / sizeof nesting_fields[0]; i++)
+        if (nesting_fields[i].msg == msg && (uint64_t)nesting_fields[i].field == key >> 3 &&
+            check_nesting(p, p + v, nesting_fields[i].child, left - 1, why))
+          return -1;
+      p += v;
+      break;
+    default:
+      return *why = "unsupported wire type (groups are not used by ONNX)", -1;
+    }
+  }
+  return 0;
+}
+
 int onnx_wire_slim(const unsigned char *buf, size_t len, size_t min_raw, onnx_slim *out,
                    const char **why) {
   memset(out, 0, sizeof *out);
   slim_ctx c = {.base = buf, .min_raw = min_raw};
   *why = NULL;
+  if (check_nesting(buf, buf + len, M_MODEL, 200, why)) return -1;
   if (slim_message(&c, buf, buf + len, LEVEL_MODEL)) {
     *why = c.why;
     return -1;

@@ -23,7 +23,9 @@ typedef struct {
 } onnx_slim;
 
 /* Rewrites `buf`. Returns 0 on success, -1 when the bytes are not a well-formed
- * protobuf at the levels it walks (*why says where), -2 on allocation failure.
+ * protobuf at the levels it walks, or nests its graphs, nodes, attributes and types
+ * more than 200 messages deep (protobuf-c would recurse that deep; *why says
+ * which), -2 on allocation failure.
  * raw_data fields shorter than min_raw stay in place. */
 int onnx_wire_slim(const unsigned char *buf, size_t len, size_t min_raw, onnx_slim *out,
                    const char **why);

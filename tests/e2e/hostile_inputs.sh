@@ -7,6 +7,7 @@
 #        parity policy (unit test test_parity) with a DTD: quadratic and
 #        exponential entity expansion, an external entity naming the canary.
 #   External data: a symbolic link beside the model, a linked folder, a FIFO.
+#   Deep nesting: graphs in attributes and types in types, 20000 deep.
 #   Shapes of 2^120 elements: declared, from Reshape, from Expand.
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
@@ -103,6 +104,41 @@ if "$MIGC" weights "$ext/plain.onnx" -o "$work/outputs/plain.ckpt" > "$work/plai
   ok "external data in a subfolder of the model's folder still loads"
 else bad "external data in a subfolder: $(tail -1 "$work/plain.log")"; fi
 expect_refused "inspect of external data through a symlink" "w.bin" "symbolic link" "$MIGC" inspect --json "$ext/link.onnx"
+
+# --- deep nesting: If nodes whose then_branch holds an If, 20000 deep (about 400 KB;
+# protobuf-c's recursive decoding once overflowed the stack on it), and a type
+# nested 20000 deep (sequence of sequence of ...)
+/usr/bin/python3 - "$work" <<'PY' || { echo "fixture failed"; exit 1; }
+import sys
+def varint(v):
+    out = bytearray()
+    while True:
+        out.append((v & 0x7f) | (0x80 if v > 0x7f else 0)); v >>= 7
+        if not v: return bytes(out)
+def field(num, body): return varint(num << 3 | 2) + varint(len(body)) + body
+parts, size = [], 0
+for _ in range(20000):
+    for prefix, key in ((field(1, b"then_branch") + varint(20 << 3) + varint(5), 6),  # Attr.g
+                        (field(4, b"If"), 5),                                           # Node.attribute
+                        (b"", 1)):                                                      # Graph.node
+        head = prefix + varint(key << 3 | 2) + varint(size)
+        parts.append(head); size += len(head)
+graph = b"".join(reversed(parts))
+model = varint(1 << 3) + varint(8) + field(8, varint(2 << 3) + varint(17)) + field(7, graph)
+open(sys.argv[1] + "/deep_graph.onnx", "wb").write(model)
+# ValueInfo{name(1) "x", type(2): Type{sequence_type(4): Seq{elem_type(1): Type{...}}}}
+parts, size = [], 0
+for _ in range(20000):
+    for key in (1, 4):
+        head = varint(key << 3 | 2) + varint(size); parts.append(head); size += len(head)
+vi = field(1, b"x") + varint(2 << 3 | 2) + varint(size) + b"".join(reversed(parts))
+g = field(11, vi) + field(2, b"g")
+open(sys.argv[1] + "/deep_type.onnx", "wb").write(varint(1 << 3) + varint(8) + field(8, varint(2 << 3) + varint(17)) + field(7, g))
+PY
+for m in deep_graph deep_type; do
+  expect_refused "$m: inspect" "$m.onnx" "nest deeper than 200" "$MIGC" inspect "$work/$m.onnx"
+  expect_refused "$m: convert" "$m.onnx" "nest deeper than 200" "$MIGC" convert "$work/$m.onnx" -o "$work/outputs/$m"
+done
 
 # --- shapes whose element count overflows: declared on an input, made by Reshape and
 # by Expand from constants (2^120 elements each; 2^40 is the largest dim accepted)
