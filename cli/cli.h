@@ -31,4 +31,7 @@ int cli_coverage_rules(struct rule_set **rs, mg_diags *d);
 int cli_coverage_write(void *models, int n, const int *on, const char *format, const char *out);
 /* True if argv has -h/--help. */
 int cli_wants_help(int argc, char **argv);
+/* A byte count: digits with an optional K, M, G or T (powers of 1024); 0 with *out
+ * set, or -1 for anything else (empty, zero, negative, a fraction, trailing text). */
+int cli_parse_bytes(const char *s, double *out);
 #endif

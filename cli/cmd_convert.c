@@ -53,6 +53,8 @@ static void help(FILE *f) {
           "  --key K                the dict inside the .pth that holds the tensors\n"
           "  --target LIST          the targets --strict judges (default: cpu)\n"
           "  --strict               exit 2 if any node of those targets is not converted\n"
+          "  --max-output-bytes N   refuse a checkpoint larger than N bytes (K, M, G, T;\n"
+          "                         default 64x the weights file, 256M to 64G)\n"
           "  --input-shape N=DIMS   fix graph input N's shape (e.g. input=1x3x224x224)\n"
           "  --embed-weights        weights as a const array in cpu/model_weights.c\n"
           "  --prefix NAME          C prefix of the generated API (default: model)\n"
@@ -249,6 +251,7 @@ typedef struct {
   const char *ms_runtime, *model_algorithm; /* config.json of the ModelArts package */
   cg_options o;
   int strict, cpu_only, n_ov;
+  double max_output_bytes; /* --max-output-bytes; 0: wt_default_output_limit */
   mg_shape_override ov[32];
   int want[MAP_TARGET_COUNT]; /* the targets --strict judges: cpu, ascend, mindspore */
   mg_diags d;
@@ -278,6 +281,12 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     else if (!strcmp(a, "--target") && more) j->targets = argv[++i];
     else if (!strcmp(a, "--prefix") && more) j->o.prefix = argv[++i];
     else if (!strcmp(a, "--strict")) j->strict = 1;
+    else if (!strcmp(a, "--max-output-bytes") && more) {
+      if (cli_parse_bytes(argv[++i], &j->max_output_bytes)) {
+        fprintf(stderr, "migc convert: --max-output-bytes takes a positive byte count (e.g. 8G), not '%s'\n", argv[i]);
+        return EXIT_BAD_INPUT;
+      }
+    }
     else if (!strcmp(a, "--embed-weights")) j->o.embed_weights = 1;
     else if (!strcmp(a, "--no-fuse")) j->o.no_fuse = 1;
     else if (!strcmp(a, "--no-fold-bn")) j->o.no_fold_bn = 1;
@@ -445,7 +454,8 @@ static int write_checkpoint(convert_job *j) {
   snprintf(map, sizeof map, "%s/weight_map.json", j->outdir);
   const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
   snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
-  wt_export_opts eo = {MG_UNDEFINED, 0, 1, j->weights ? j->weights : j->model, j->model, j->weights != NULL};
+  wt_export_opts eo = {MG_UNDEFINED, 0, 1, j->weights ? j->weights : j->model, j->model, j->weights != NULL,
+                       j->max_output_bytes};
   wt_export_stats st;
   int erc = (j->rules = wt_rules_new()) && !wt_rules_load(j->rules, builtin, &j->d)
                 ? wt_export_ckpt(j->src, j->rules, j->m, j->binds, j->n_binds, ckpt, map, &eo, &st, &j->d)

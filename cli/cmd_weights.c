@@ -36,6 +36,9 @@ static void help(FILE *f) {
           "  --map-out MAP.json   what was done to every tensor\n"
           "  --key K              the dict inside the .pth that holds the tensors\n"
           "  --crc                append MindSpore's CRC trailer (MindSpore >= 2.3)\n"
+          "  --max-output-bytes N refuse a checkpoint larger than N bytes (K, M, G, T\n"
+          "                       suffixes; default 64x the source, at least 256M, at\n"
+          "                       most 64G: a small file of stride-0 views expands)\n"
           "  --force              replace an existing OUT.ckpt\n");
 }
 
@@ -47,6 +50,7 @@ int cmd_weights(int argc, char **argv) {
   const char *src = NULL, *out = NULL, *graph = NULL, *user_rules = NULL, *map_out = NULL, *key = NULL;
   const char *dtype = "keep";
   int crc = 0, force = 0;
+  double max_out = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
@@ -58,6 +62,12 @@ int cmd_weights(int argc, char **argv) {
     else if (!strcmp(a, "--key") && more) key = argv[++i];
     else if (!strcmp(a, "--crc")) crc = 1;
     else if (!strcmp(a, "--force")) force = 1;
+    else if (!strcmp(a, "--max-output-bytes") && more) {
+      if (cli_parse_bytes(argv[++i], &max_out)) {
+        fprintf(stderr, "migc weights: --max-output-bytes takes a positive byte count (e.g. 8G), not '%s'\n", argv[i]);
+        return EXIT_BAD_INPUT;
+      }
+    }
     else if (a[0] == '-') {
       fprintf(stderr, "migc weights: unknown option or missing value: '%s'\n", a);
       help(stderr);
@@ -107,7 +117,7 @@ int cmd_weights(int argc, char **argv) {
     rc = EXIT_BAD_INPUT;
     goto done;
   }
-  wt_export_opts eo = {to_float, crc, force, src, graph};
+  wt_export_opts eo = {to_float, crc, force, src, graph, 0, max_out};
   wt_export_stats st;
   int erc = wt_export_ckpt(s, rules, m, binds, n_binds, out, map_out, &eo, &st, &d);
   if (erc == 1) {

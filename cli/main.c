@@ -1,6 +1,8 @@
 /* migc: model migration compiler. */
 #include "cli.h"
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -40,6 +42,24 @@ void cli_report(const mg_diags *d) {
     fprintf(stderr, "%s\n", line);
   }
   if (d->dropped) fprintf(stderr, "(%zu more diagnostics not shown)\n", d->dropped);
+}
+
+int cli_parse_bytes(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  double scale = 1;
+  if (errno || end == s || !v || *s == '-' || *s == '+') return -1;
+  switch (*end) {
+  case 'T': scale *= 1024; /* fall through */
+  case 'G': scale *= 1024; /* fall through */
+  case 'M': scale *= 1024; /* fall through */
+  case 'K': scale *= 1024; end++; break;
+  default: break;
+  }
+  if (*end) return -1;
+  *out = (double)v * scale;
+  return 0;
 }
 
 int cli_wants_help(int argc, char **argv) {

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 typedef struct {
@@ -73,6 +75,69 @@ static int write_json_atomic(const char *path, json_t *o, mg_diags *d) {
   return 0;
 }
 
+double wt_default_output_limit(const char *source_path) {
+  struct stat st;
+  double limit = 64.0 * (1 << 30);
+  if (source_path && !stat(source_path, &st)) {
+    double scaled = 64.0 * (double)st.st_size;
+    limit = scaled < 256.0 * (1 << 20) ? 256.0 * (1 << 20) : scaled < limit ? scaled : limit;
+  }
+  return limit;
+}
+
+/* Elements of t's storage its view can reach: the product of the dims whose stride
+ * is not 0 (an expanded view repeats the rest). */
+static double stored_elems(const wt_tensor *t) {
+  double n = 1;
+  for (int k = 0; k < t->rank; k++)
+    if (t->strides[k] != 0) n *= (double)t->dims[k];
+  return n;
+}
+
+/* The checks before anything is written: the payload of the plan's tensors within
+ * the limit and the free space, each expanded view warned about. */
+static int check_output_size(const wt_plan_entry *plan, int n_plan, const char *out, const wt_export_opts *o,
+                             mg_diags *d) {
+  double total = 0, limit = o->max_output_bytes > 0 ? o->max_output_bytes : wt_default_output_limit(o->source_label);
+  const char *saved = d->file; /* the views and the size are the source's */
+  int rc = 0;
+  d->file = o->source_label;
+  const char *biggest = NULL;
+  double biggest_bytes = 0;
+  for (int i = 0; i < n_plan; i++) {
+    const wt_tensor *t = plan[i].src;
+    if (!plan[i].ms_name) continue;
+    mg_dtype to = o->to_float && mg_dtype_is_float(t->dtype) ? o->to_float : t->dtype;
+    double n = (double)wt_numel(t), bytes = n * (double)mg_dtype_size(to), stored = stored_elems(t);
+    total += bytes;
+    if (bytes > biggest_bytes) biggest = t->name, biggest_bytes = bytes;
+    if (stored < n)
+      mg_warn(d, GRAPH, t->name, NULL, "an expanded view: %.0f elements over %.0f stored (stride 0); the "
+              "checkpoint holds every element (%.1f MB)", n, stored, bytes / 1e6);
+  }
+  if (total > limit) {
+    mg_error(d, LIMIT, biggest, NULL, "the checkpoint would hold %.3g bytes, over the %.3g-byte limit (%s); the "
+             "largest tensor is '%s' (%.3g bytes)", total, limit,
+             o->max_output_bytes > 0 ? "--max-output-bytes"
+                                     : "64x the source, at least 256 MiB, at most 64 GiB; --max-output-bytes sets it",
+             biggest ? biggest : "?", biggest_bytes);
+    rc = -1;
+  }
+  d->file = saved;
+  if (rc) return rc;
+  char dir[4096];
+  const char *slash = strrchr(out, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash == out ? 1 : slash - out), out);
+  struct statvfs fs;
+  if (!statvfs(dir, &fs) && (double)fs.f_bavail * (double)fs.f_frsize < total + (1 << 20)) {
+    mg_error(d, IO, out, NULL, "the checkpoint needs %.3g bytes; %s has %.3g free", total, dir,
+             (double)fs.f_bavail * (double)fs.f_frsize);
+    return -1;
+  }
+  return 0;
+}
+
 int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m, const wt_binding *binds,
                    int n_binds, const char *out, const char *map_out, const wt_export_opts *o, wt_export_stats *st,
                    mg_diags *d) {
@@ -92,7 +157,7 @@ int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m,
     rc = 1;
     goto done;
   }
-  if (wt_ckpt_begin(out, o->force, o->crc, &w, d)) {
+  if (check_output_size(plan, n_plan, out, o, d) || wt_ckpt_begin(out, o->force, o->crc, &w, d)) {
     rc = -1;
     goto done;
   }

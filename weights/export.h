@@ -13,7 +13,13 @@ typedef struct {
   const char *source_label;   /* for the map: the source path as given */
   const char *graph_label;    /* for the map: the graph path, or NULL */
   int quiet_unbound;          /* the caller has warned about unbound initializers */
+  double max_output_bytes;    /* checkpoint payload limit; 0: wt_default_output_limit */
 } wt_export_opts;
+
+/* The payload a checkpoint may have when the user set no limit: 64 times the
+ * source file's size, at least 256 MiB and at most 64 GiB. A .pth of a few hundred
+ * bytes holding a stride-0 view of 2^40 elements stops there, not at the disk's end. */
+double wt_default_output_limit(const char *source_path);
 
 typedef struct {
   int written, renamed, dropped;           /* checkpoint tensors */
@@ -21,7 +27,11 @@ typedef struct {
   double bytes;                            /* checkpoint payload */
 } wt_export_stats;
 
-/* Writes checkpoint `out` (temporary file, then rename) and, when map_out is not
+/* Writes checkpoint `out` (temporary file, then rename), after checking that its
+ * payload stays within o->max_output_bytes and fits the free space of out's
+ * filesystem (a LIMIT or IO error otherwise, nothing written); a tensor that is an
+ * expanded view (a stride-0 dim of its storage) is a warning naming what it
+ * expands to, and, when map_out is not
  * NULL, the weight map there (atomically). m and the bindings b[0..nb) may be NULL
  * and 0; with them, module types come from the graph (wt_graph_types) and each
  * graph initializer bound to no source tensor is a warning naming it. Returns 0;

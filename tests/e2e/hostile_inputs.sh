@@ -9,6 +9,7 @@
 #   External data: a symbolic link beside the model, a linked folder, a FIFO.
 #   Deep nesting: graphs in attributes and types in types, 20000 deep.
 #   Shapes of 2^120 elements: declared, from Reshape, from Expand.
+#   Output out of proportion: stride-0 views of 1 GiB and 4 TiB in tiny .pth files.
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
@@ -157,6 +158,27 @@ for m in huge_input huge_reshape huge_expand; do
   expect_refused "$m: inspect" "$m.onnx" "more than 2^59 elements" "$MIGC" inspect "$work/$m.onnx"
   expect_refused "$m: convert" "$m.onnx" "more than 2^59 elements" "$MIGC" convert "$work/$m.onnx" -o "$work/outputs/$m"
 done
+
+# --- output out of all proportion: .pth files of a few hundred bytes whose tensor is a
+# stride-0 view of 2^28 (1 GiB) and 2^40 (4 TiB) elements; a 4 MB one still converts,
+# with the expanded view reported
+/usr/bin/python3 - "$work" <<'PY' || { echo "fixture failed"; exit 1; }
+import sys, torch
+for name, n in (("view_1g", 2 ** 28), ("view_4t", 2 ** 40), ("view_4m", 2 ** 20)):
+    torch.save({"w": torch.zeros(1).expand(n)}, "%s/%s.pth" % (sys.argv[1], name))
+PY
+for v in view_1g view_4t; do
+  expect_refused "$v: a small .pth expanding past the output limit" "$v.pth" "over the .*-byte limit" \
+    "$MIGC" weights "$work/$v.pth" -o "$work/outputs/$v.ckpt"
+done
+expect_refused "view_4t with the limit raised: more than the disk holds" "view_4t.ckpt" "free" \
+  "$MIGC" weights "$work/view_4t.pth" -o "$work/outputs/view_4t.ckpt" --max-output-bytes 100T
+if ls "$work/outputs" | grep -q "view_"; then bad "a refused checkpoint left a file: $(ls "$work/outputs" | grep view_)"
+else ok "no refused checkpoint left a file"; fi
+if "$MIGC" weights "$work/view_4m.pth" -o "$work/view_4m.ckpt" > "$work/view_4m.log" 2>&1 &&
+   grep -q "view_4m.pth: warning.*'w': an expanded view: 1048576 elements over 1 stored" "$work/view_4m.log"; then
+  ok "a 4 MB expanded view converts, reported as one"
+else bad "view_4m: $(tail -2 "$work/view_4m.log")"; fi
 
 # --- the smaller ones: an opset from the future, a Concat with no axis, and files of
 # another format, which are named as what they are
