@@ -20,6 +20,8 @@ echo "=== parity gate (migc verify --grad) on issue 7's acceptance models"
 bash tests/e2e/parity_zoo.sh "$BUILD" || rc=1
 echo "=== torchvision exports at opset 13 too (make test takes the smaller models only)"
 bash tests/e2e/torchvision_inspect.sh "$BUILD/migc" "$ZOO" "$ZOO" || rc=1
+echo "=== vit_b_16's generated C under qemu-aarch64 too (five minutes)"
+bash tests/e2e/generated_portability.sh "$BUILD" resnet18,vit_b_16 resnet18,vit_b_16 || rc=1
 echo "=== coverage reports and coverage-convert agreement over the whole zoo"
 MIGC_ZOO=$ZOO bash tests/e2e/coverage.sh "$BUILD" || rc=1
 MIGC_ZOO=$ZOO bash tests/e2e/coverage_agreement.sh "$BUILD" || rc=1
