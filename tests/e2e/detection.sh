@@ -28,10 +28,15 @@ trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
 check() { # name command...
   local name=$1; shift
-  if "$@" > "$work/last.log" 2>&1; then echo "ok   $name"; pass=$((pass + 1))
-  else echo "FAIL $name"; sed 's/^/     /' "$work/last.log" | tail -5; fail=$((fail + 1)); fi
+  if "$@" > "$work/last.$BASHPID.log" 2>&1; then echo "ok   $name"; pass=$((pass + 1))
+  else echo "FAIL $name"; sed 's/^/     /' "$work/last.$BASHPID.log" | tail -5; fail=$((fail + 1)); fi
 }
-for model in $MODELS; do
+# one_model MODEL: every check of one detector, in a subshell of its own (the two
+# detectors run side by side); its last line counts what passed and failed
+one_model() {
+  local model=$1 opset name out
+  pass=0 fail=0
+  mkdir -p "$work/moved_$model"
   for opset in 13 17; do
     name=${model}_op$opset out=$work/$name
     check "$name: converts whole (--strict) with --input-shape" \
@@ -50,8 +55,8 @@ for model in $MODELS; do
       bash -c "'$MIGC' inspect '$fx/${model}_op17_raw.onnx' 2>&1 | grep -q 'RoiAlign at opset 17 has no coordinate_transformation_mode'"
     check "$model: ... and not once the mode is there" \
       bash -c "! '$MIGC' inspect '$fx/${model}_op17.onnx' 2>&1 | grep -q 'has no coordinate_transformation_mode'"
-    "$MIGC" run "$fx/${model}_op17_raw.onnx" --input image="$fx/${model}_input.npy" --output-dir "$work/raw" > /dev/null 2>&1
-    if $CMP "$fx/$model" "$work/raw" --score-atol 1e-4 > /dev/null 2>&1; then
+    "$MIGC" run "$fx/${model}_op17_raw.onnx" --input image="$fx/${model}_input.npy" --output-dir "$work/raw_$model" > /dev/null 2>&1
+    if $CMP "$fx/$model" "$work/raw_$model" --score-atol 1e-4 > /dev/null 2>&1; then
       echo "FAIL $model: the raw export (half_pixel RoiAlign) gives torch's detections: the warning is wrong"; fail=$((fail + 1))
     else pass=$((pass + 1)); fi
   fi
@@ -62,10 +67,23 @@ src, dst = sys.argv[1], sys.argv[2]
 for t in ('scores', 'labels'): shutil.copy('%s/%s.npy' % (src, t), '%s/%s.npy' % (dst, t))
 b = np.load(src + '/boxes.npy')
 if b.size: b[0, 2] = b[0, 2] * np.float32(1.001) + np.float32(1e-3)
-np.save(dst + '/boxes.npy', b)" "$work/${model}_op17/c" "$work" 2>/dev/null
-  if [ -s "$work/boxes.npy" ] && ! $CMP "$fx/$model" "$work" > /dev/null 2>&1; then pass=$((pass + 1))
+np.save(dst + '/boxes.npy', b)" "$work/${model}_op17/c" "$work/moved_$model" 2>/dev/null
+  if [ -s "$work/moved_$model/boxes.npy" ] && ! $CMP "$fx/$model" "$work/moved_$model" > /dev/null 2>&1; then pass=$((pass + 1))
   else echo "FAIL $model: a moved box still matches (the check cannot fail, or there are no detections)"; fail=$((fail + 1)); fi
-  rm -f "$work"/*.npy
+  echo "COUNTS $pass $fail"
+}
+logs=()
+for model in $MODELS; do
+  logs+=("$work/$model.checks")
+  ( one_model "$model" > "$work/$model.checks" 2>&1 ) &
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+done
+wait
+for l in "${logs[@]}"; do
+  grep -v '^COUNTS ' "$l"
+  c=$(grep '^COUNTS ' "$l") || { echo "FAIL $(basename "$l" .checks): its checks did not finish"; fail=$((fail + 1)); continue; }
+  set -- $c
+  pass=$((pass + $2)) fail=$((fail + $3))
 done
 # A small run-time length: x[x > 0] is as long as the data says (the C output's
 # dims follow), and CumSum over it has no rule: reported, never computed over the
