@@ -25,7 +25,12 @@ check() { # label ckpt pth model [check-ckpt args]
   if res=$(/usr/bin/python3 ../shared/acceptance/check-ckpt.py "$ckpt" "$pth" --torchvision "$model" "$@" 2>&1 | tail -1) &&
      [[ $res == *" 0 failed" ]]; then ok "$label: $res"; else bad "$label: $res"; fi
 }
-for model in ${MODELS//,/ }; do
+# one_model MODEL: every source format of one model, in a subshell of its own (the
+# models run side by side; each check is a Python process that loads torch); its
+# last line counts what passed and failed
+one_model() {
+  local model=$1 v form src out
+  pass=0 fail=0
   v=$work/$model
   [ -f "$v/${model}_ckpt.pth" ] && [ -f "$v/bad_crc.pth" ] || /usr/bin/python3 tests/fixtures/make_weight_variants.py "$tv/$model.pth" "$v" >/dev/null
   for form in zip.pth legacy.pth safetensors; do
@@ -39,6 +44,20 @@ for model in ${MODELS//,/ }; do
   if "$MIGC" weights "$v/${model}_ckpt.pth" --key state_dict -o "$v/out_dict.ckpt" >/dev/null 2>"$v/err"; then
     check "$model checkpoint dict --key state_dict" "$v/out_dict.ckpt" "$tv/$model.pth" "$model"
   else bad "$model checkpoint dict: $(head -1 "$v/err")"; fi
+  echo "COUNTS $pass $fail"
+}
+logs=()
+for model in ${MODELS//,/ }; do
+  logs+=("$work/$model.checks")
+  ( one_model "$model" > "$work/$model.checks" 2>&1 ) &
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+done
+wait
+for l in "${logs[@]}"; do
+  grep -v '^COUNTS ' "$l"
+  c=$(grep '^COUNTS ' "$l") || { echo "FAIL $(basename "$l" .checks): its checks did not finish"; fail=$((fail + 1)); continue; }
+  set -- $c
+  pass=$((pass + $2)) fail=$((fail + $3))
 done
 # dtype conversion and the CRC trailer, on one model
 m=${MODELS%%,*}; v=$work/$m
