@@ -52,8 +52,8 @@ static void last_line(const char *path, char *out, size_t n) {
   fclose(f);
 }
 
-/* Runs argv with PYTHONPATH=pypath, stdout and stderr into log; the exit status, or
- * -1 when it cannot start or dies from a signal. */
+/* Runs argv (python, or make) with PYTHONPATH=pypath, stdout and stderr into log;
+ * the exit status, or -1 when it cannot start or dies from a signal. */
 static int run_python(char *const argv[], const char *pypath, const char *log) {
   fflush(stdout), fflush(stderr);
   pid_t pid = fork();
@@ -97,20 +97,24 @@ static int ms_outdir(vctx *v, char *out, size_t n) {
   }
   ms_join(out, n, v->tmpdir, "converted");
   char *argv[] = {"convert", v->onnx, "--weights", v->pth, "--target", "mindspore", "-o", out, NULL};
-  /* convert's summary goes to the work folder's convert.log, not into the report */
-  char clog[PATH_MAX];
+  /* convert's summary and diagnostics go to the work folder's convert.log, not into
+   * the report; a failure quotes its last line */
+  char clog[PATH_MAX], why[1024];
   ms_join(clog, sizeof clog, v->tmpdir, "convert.log");
-  fflush(stdout);
-  int saved = dup(1), fd = open(clog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (saved >= 0 && fd >= 0) dup2(fd, 1);
+  fflush(stdout), fflush(stderr);
+  int out1 = dup(1), out2 = dup(2), fd = open(clog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int redirected = out1 >= 0 && out2 >= 0 && fd >= 0;
+  if (redirected) dup2(fd, 1), dup2(fd, 2);
   int crc = cmd_convert(8, argv);
-  fflush(stdout);
-  if (saved >= 0 && fd >= 0) dup2(saved, 1);
+  fflush(stdout), fflush(stderr);
+  if (redirected) dup2(out1, 1), dup2(out2, 2);
   if (fd >= 0) close(fd);
-  if (saved >= 0) close(saved);
+  if (out1 >= 0) close(out1);
+  if (out2 >= 0) close(out2);
   if (crc) {
+    last_line(clog, why, sizeof why);
     mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend mindspore-emu: `migc convert %s --weights %s --target "
-             "mindspore` failed", v->onnx, v->pth);
+             "mindspore` failed: %s", v->onnx, v->pth, why);
     return -1;
   }
   ms_join(net, sizeof net, out, "mindspore/net.py");
@@ -123,6 +127,67 @@ static int ms_outdir(vctx *v, char *out, size_t n) {
     ms_join(v->ckpt_buf, sizeof v->ckpt_buf, out, "model.ckpt");
     ms_join(v->map_buf, sizeof v->map_buf, out, "weight_map.json");
     if (ms_is_file(v->ckpt_buf) && ms_is_file(v->map_buf)) v->opt.ckpt = v->ckpt_buf, v->opt.map = v->map_buf;
+  }
+  return 0;
+}
+
+/* What net.py cannot do, read from the script convert wrote: *n_raise statements
+ * that raise NotImplementedError (the first one's message into raise_why), and
+ * *n_custom ops.Custom CPU kernels (which have no bprop), each recorded as an
+ * unsupported diagnostic when record is set. 0, or -1 when net.py cannot be read. */
+static int scan_net(vctx *v, const char *net, int record, int *n_raise, char *raise_why, size_t n, int *n_custom) {
+  *n_raise = *n_custom = 0;
+  raise_why[0] = 0;
+  FILE *f = fopen(net, "r");
+  if (!f) {
+    mg_error(&v->d, IO, net, NULL, "cannot read %s", net);
+    return -1;
+  }
+  char line[4096];
+  const char *mark = ": custom-op (cpu kernel) custom/";
+  while (fgets(line, sizeof line, f)) {
+    size_t k = strlen(line);
+    while (k && (line[k - 1] == '\n' || line[k - 1] == '\r')) line[--k] = 0;
+    const char *p = line + strspn(line, " ");
+    if (!strncmp(p, "raise NotImplementedError(\"", 27)) {
+      if (!(*n_raise)++) snprintf(raise_why, n, "%.*s", (int)(strlen(p + 27) > 2 ? strlen(p + 27) - 2 : 0), p + 27);
+    } else if (p[0] == '#' && strstr(p, mark)) {
+      (*n_custom)++;
+      if (record)
+        mg_error(&v->d, UNSUPPORTED, NULL, NULL, "node %s: MindSpore cannot differentiate an ops.Custom kernel "
+                 "without a bprop", p + 2);
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
+int verify_ms_grad_errors(vctx *v) {
+  int n_raise, n_custom;
+  char why[8];
+  if (!v->ms_net[0] || scan_net(v, v->ms_net, 1, &n_raise, why, sizeof why, &n_custom)) return -1;
+  if (!n_custom) mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend mindspore-emu computed no gradients");
+  return 0;
+}
+
+/* Builds OUTDIR/mindspore/custom/libmigc_custom.so (the ops.Custom kernels net.py
+ * loads) with make when the folder has a Makefile and no library yet. 0, or -1 with
+ * a diagnostic quoting make's last line. */
+static int build_custom(vctx *v, const char *out) {
+  char dir[PATH_MAX], mk[PATH_MAX], so[PATH_MAX], log[PATH_MAX];
+  ms_join(dir, sizeof dir, out, "mindspore/custom");
+  ms_join(mk, sizeof mk, dir, "Makefile");
+  ms_join(so, sizeof so, dir, "libmigc_custom.so");
+  if (!ms_is_file(mk) || ms_is_file(so)) return 0;
+  ms_join(log, sizeof log, v->tmpdir, "custom_make.log");
+  char *argv[] = {"make", "-s", "-C", dir, NULL};
+  int rc = run_python(argv, getenv("PYTHONPATH") ? getenv("PYTHONPATH") : "", log);
+  if (rc) {
+    char why[1024];
+    last_line(log, why, sizeof why);
+    mg_error(&v->d, IO, dir, NULL, "--backend mindspore-emu: `make -C %s` (the ops.Custom kernels) failed: %s", dir,
+             why);
+    return -1;
   }
   return 0;
 }
@@ -267,9 +332,23 @@ int verify_ms_run(vctx *v) {
              "the source tree's rules/)", driver);
     return -1;
   }
+  /* a statement that raises is a refusal naming the node; ops.Custom kernels run
+   * forward, but have no gradient (the forward verdict stands, the gradients are an
+   * error row naming them: verify_ms_grad_errors) */
+  int n_raise, n_custom, grad = v->opt.grad;
+  char why[2048];
+  snprintf(v->ms_net, sizeof v->ms_net, "%s", net);
+  if (scan_net(v, net, 0, &n_raise, why, sizeof why, &n_custom)) return -1;
+  if (n_raise) {
+    mg_error(&v->d, UNSUPPORTED, net, NULL, "--backend mindspore-emu: net.py does not compute %d node%s (convert "
+             "reported %s): %s", n_raise, n_raise > 1 ? "s" : "", n_raise > 1 ? "them" : "it", why);
+    return -1;
+  }
+  if (n_custom) grad = 0;
+  if (build_custom(v, out)) return -1;
   mg_graph *g = v->m->graph;
   if (write_indexed(v, in_npz, v->inputs, v->n_inputs)) return -1;
-  if (v->opt.grad) {
+  if (grad) {
     mg_array *cot = calloc((size_t)g->n_outputs + 1, sizeof *cot);
     int rc = !cot || gather_cotangents(v, cot) || write_indexed(v, cot_npz, cot, g->n_outputs);
     free(cot);
@@ -280,11 +359,10 @@ int verify_ms_run(vctx *v) {
   int a = 0;
   argv[a++] = (char *)py, argv[a++] = driver, argv[a++] = "--net", argv[a++] = net, argv[a++] = "--ckpt";
   argv[a++] = ckpt, argv[a++] = "--inputs", argv[a++] = in_npz;
-  if (v->opt.grad) argv[a++] = "--cotangents", argv[a++] = cot_npz;
+  if (grad) argv[a++] = "--cotangents", argv[a++] = cot_npz;
   argv[a++] = "--out", argv[a++] = res_npz, argv[a] = NULL;
   int rc = run_python(argv, standin, log);
   if (rc) {
-    char why[1024];
     last_line(log, why, sizeof why);
     mg_error(&v->d, UNSUPPORTED, net, NULL, "--backend mindspore-emu: net.py under the MindSpore stand-in failed "
              "(exit %d): %s", rc, why[0] ? why : "(no message)");
@@ -304,7 +382,7 @@ int verify_ms_run(vctx *v) {
       fail = 1;
     }
   }
-  if (!fail && v->opt.grad && fill_grads(v, res, n)) fail = 1;
+  if (!fail && grad && fill_grads(v, res, n)) fail = 1;
   mg_arrays_free(res, n);
   return fail ? -1 : 0;
 }

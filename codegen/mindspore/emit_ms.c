@@ -275,20 +275,35 @@ static int is_number(const char *s) {
   return 1;
 }
 
-/* The construct-side access path of module path (dots): attribute names, and
- * [k] where a child is numeric (its parent is an nn.CellList). */
+/* Whether k has children and all of them are numbered: an nn.CellList. */
+static int all_numeric(const ms_cell *k) {
+  int n = k->kids != NULL;
+  for (const ms_cell *x = k->kids; x; x = x->next) n &= is_number(x->name);
+  return n;
+}
+
+/* The construct-side access path of module path (dots): attribute names, [k] where
+ * a child is numeric and its parent an nn.CellList, getattr(parent, "k") for a
+ * numbered child of any other cell (the root of a torch Sequential; such children
+ * are added with insert_child_to_cell, since "self.0" is not Python, and their
+ * parameter names prefixed with update_parameters_name, as attribute assignment
+ * does). */
 static const char *access_path(ms_ctx *c, const char *path) {
-  cg_buf b = {0};
-  cg_buf_printf(&b, "self");
-  for (const char *p = path; *p;) {
+  const ms_cell *cur = &c->root;
+  const char *s = "self";
+  for (const char *p = path; *p && s;) {
     size_t len = strcspn(p, ".");
     char part[256];
     snprintf(part, sizeof part, "%.*s", (int)(len < 255 ? len : 255), p);
-    cg_buf_printf(&b, is_number(part) ? "[%s]" : ".%s", part);
+    if (!is_number(part)) s = dupf(c, "%s.%s", s, part);
+    else if (cur && cur != &c->root && all_numeric(cur)) s = dupf(c, "%s[%s]", s, part);
+    else s = dupf(c, "getattr(%s, \"%s\")", s, part);
+    const ms_cell *next = NULL;
+    for (const ms_cell *x = cur ? cur->kids : NULL; x && !next; x = x->next)
+      if (!strcmp(x->name, part)) next = x;
+    cur = next;
     p += len + (p[len] == '.');
   }
-  const char *s = b.failed ? NULL : mg_arena_strdup(&c->a, b.s);
-  cg_buf_free(&b);
   if (!s) c->failed = 1;
   return s;
 }
@@ -454,8 +469,7 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
  * the expression that stands for it. */
 static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
   if (k->decl) return k->decl;
-  int numeric = k->kids != NULL;
-  for (const ms_cell *x = k->kids; x; x = x->next) numeric &= is_number(x->name);
+  int numeric = all_numeric(k);
   const char *me = local_name(c, path);
   if (numeric) {
     /* an nn.CellList: children 0..max, gaps filled by cells with no parameter */
@@ -473,7 +487,11 @@ static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
     cg_buf_printf(&c->init, "        %s = nn.Cell(auto_prefix=True, flags=None)\n", me);
     for (const ms_cell *x = k->kids; x; x = x->next) {
       const char *e = build_cell(c, x, dupf(c, "%s.%s", path, x->name));
-      cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
+      if (is_number(x->name) && !x->param) /* a numbered child among named ones */
+        cg_buf_printf(&c->init,
+                      "        %s.insert_child_to_cell(\"%s\", %s)\n        %s.update_parameters_name(prefix=\"%s.\", "
+                      "recurse=True)\n", me, x->name, e, e, x->name);
+      else cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
     }
   }
   return me;
@@ -597,7 +615,11 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   cg_buf_printf(&net, "\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n");
   for (const ms_cell *k = c.root.kids; k && !c.failed; k = k->next) {
     const char *e = build_cell(&c, k, k->name);
-    cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);
+    if (is_number(k->name) && !k->param) /* the root of a torch Sequential */
+      cg_buf_printf(&c.init,
+                    "        self.insert_child_to_cell(\"%s\", %s)\n        %s.update_parameters_name(prefix=\"%s.\", "
+                    "recurse=True)\n", k->name, e, e, k->name);
+    else cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);
   }
   for (int k = 0; k < c.n_consts; k++)
     cg_buf_printf(&c.init, "        self.const%d = mindspore.Tensor(input_data=np.load(os.path.join(_HERE, \"constants\", "
