@@ -2,14 +2,15 @@
 # `migc verify DIR --backend mindspore-emu [--grad]` (issue 12, acceptance 1): the
 # converted MindSpore net (mindspore/net.py + model.ckpt) under the MindSpore stand-in
 # against tools/torch_reference.py folders, with verify's verdicts, tolerances and
-# exit codes: resnet18 (64x64), mobilenet_v2 (96x96), transformer_encoder and
-# tokens_and_features pass forward and gradients (parameters matched to torch's by
+# exit codes: resnet18 (64x64), mobilenet_v2 (96x96), lstm (one nn.LSTM of two
+# layers), transformer_encoder and tokens_and_features pass forward and gradients
+# (parameters matched to torch's by
 # checkpoint tag through the weight map); an OUTDIR of `migc convert --target
 # mindspore` passes, and fails (exit 1) with a checkpoint tensor scaled by 1% or a
 # net.py whose gradient is wrong but whose forward is not (one skip connection
-# detached, one ReLU's gradient doubled); lstm runs forward, its gradients are an
-# error row naming the ops.Custom kernels; conv1d_gn_prelu is refused (exit 2) naming
-# the Conv1d; bad usage exits 2. Reference folders are cached in build/fixtures/ms_verify.
+# detached, one ReLU's gradient doubled); an ops.Custom kernel (fmod_mlp) runs forward
+# and makes the gradients an error row naming it; conv1d_gn_prelu is refused (exit 2)
+# naming the Conv1d; bad usage exits 2. Reference folders are cached in build/fixtures/ms_verify.
 # usage: tests/e2e/mindspore_verify.sh BUILD_DIR
 set -u
 BUILD=${1:-build}
@@ -26,7 +27,8 @@ jq_py() { # FILE PYTHON-EXPR (j is the parsed JSON; the expression must be true)
 
 # --- reference folders (cached; rebuilt when the scripts that make them change) ---
 fx=build/fixtures/ms_verify
-want=$(sha256sum tools/torch_reference.py tests/fixtures/parity_models.py tests/fixtures/export_torchvision.py |
+want=$(sha256sum tools/torch_reference.py tests/fixtures/parity_models.py tests/fixtures/export_torchvision.py \
+       tests/fixtures/ms_verify_models.py |
        sha256sum | cut -c1-16)
 if [ "$(cat "$fx/.stamp" 2>/dev/null)" != "$want" ]; then
   rm -rf "$fx" && mkdir -p "$fx"
@@ -37,7 +39,8 @@ if [ "$(cat "$fx/.stamp" 2>/dev/null)" != "$want" ]; then
     $T:transformer_encoder --input-shape 2x9x32 --perturb -o "$fx/transformer_encoder" &&
     $T:conv1d_gn_prelu --input-shape 2x8x32 --perturb -o "$fx/conv1d_gn_prelu" &&
     $T:tokens_and_features --input-shape 2x9 --input-shape 2x9x16 --input-dtype int64 --input-dtype float32 \
-      --input-high 100 --perturb -o "$fx/tokens_and_features"
+      --input-high 100 --perturb -o "$fx/tokens_and_features" &&
+    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:fmod_mlp --input-shape 2x8 --perturb -o "$fx/fmod_mlp"
   } > "$work/fixtures.log" 2>&1 && echo "$want" > "$fx/.stamp" ||
     { echo "FAIL fixtures: $(tail -2 "$work/fixtures.log")"; exit 1; }
 fi
@@ -52,22 +55,28 @@ passes() { # NAME: verify --grad passes, with parameter gradients and nothing un
     ok "$m: $(jq_py "$work/$m.json" "print(len(j['outputs']), 'outputs,', len(j['gradients']['params']), 'parameter gradients,', len(j['gradients']['inputs']), 'input gradients') or True") match torch ($(grep '^verify:' "$work/$m.log"))"
   else bad "$m (exit $rc): $(grep -E 'FAIL|ERROR|error' "$work/$m.log" | head -3 | cut -c1-300)"; fi
 }
-for m in resnet18 mobilenet_v2 transformer_encoder tokens_and_features; do passes $m; done
+for m in resnet18 mobilenet_v2 lstm transformer_encoder tokens_and_features; do passes $m; done
+"$MIGC" convert "$fx/lstm/model_preserve.onnx" --weights "$fx/lstm/model.pth" --target mindspore -o "$work/lstm_out" \
+  > /dev/null 2>&1 && cp "$work/lstm_out/mindspore/net.py" "$work/lstm.net.py"
 if grep -q "^grad-group layer1.0.bn1 .*2 params.*PASS" "$work/resnet18.log" &&
    ! grep -q "moving_mean\|running_mean" "$work/resnet18.log"; then
   ok "resnet18: BatchNorm gamma/beta gradients matched to torch's weight/bias; no moving-statistics gradient"
 else bad "resnet18 BatchNorm gradients: $(grep -m2 'bn1' "$work/resnet18.log")"; fi
 
-# lstm: the ONNX LSTMs are ops.Custom CPU kernels (gate-reordered weights), which run
-# forward and have no gradient: the forward verdict stands, the gradients are an error
-"$MIGC" verify "$fx/lstm" --backend mindspore-emu --grad > "$work/lstm.log" 2>&1
+# lstm: torch's two LSTM layers (two ONNX LSTMs whose weights are the parameters with
+# their gates reordered) are one nn.LSTM(num_layers=2) holding the checkpoint's tensors
+if grep -q "self.lstm = mindspore.nn.LSTM(input_size=16, hidden_size=24, num_layers=2," "$work/lstm.net.py" &&
+   ! grep -q "ops.Custom\|ops.gather" "$work/lstm.net.py"; then
+  ok "lstm: one nn.LSTM(num_layers=2) at 'lstm', no gate reordering or custom op in net.py"
+else bad "lstm net.py: $(grep -m2 'lstm\|Custom' "$work/lstm.net.py" | cut -c1-200)"; fi
+# fmod_mlp: torch.fmod is an ops.Custom CPU kernel (no rule for Mod), which runs
+# forward and has no gradient: the forward verdict stands, the gradients are an error
+"$MIGC" verify "$fx/fmod_mlp" --backend mindspore-emu --grad > "$work/fmod.log" 2>&1
 rc=$?
-if [ $rc -eq 1 ] && grep -q "^output .*PASS" "$work/lstm.log" &&
-   grep -q "ERROR: not computed: node /lstm/LSTM (LSTM): custom-op .*cannot differentiate an ops.Custom kernel" "$work/lstm.log"; then
-  ok "lstm: forward passes; gradients an error naming the ops.Custom LSTM kernels (exit 1)"
-else bad "lstm (exit $rc): $(grep -E 'FAIL|ERROR|error' "$work/lstm.log" | head -2 | cut -c1-300)"; fi
-"$MIGC" verify "$fx/lstm" --backend mindspore-emu > /dev/null 2>&1 && ok "lstm: forward only passes (exit 0)" ||
-  bad "lstm forward only"
+if [ $rc -eq 1 ] && grep -q "^output .*PASS" "$work/fmod.log" &&
+   grep -q "ERROR: not computed: node /Mod (Mod): custom-op .*cannot differentiate an ops.Custom kernel" "$work/fmod.log"; then
+  ok "fmod_mlp: forward passes; gradients an error naming the ops.Custom Mod kernel (exit 1)"
+else bad "fmod_mlp (exit $rc): $(grep -E 'FAIL|ERROR|error' "$work/fmod.log" | head -2 | cut -c1-300)"; fi
 # conv1d_gn_prelu: the Conv1d is not converted (no rule for a rank-3 Conv): refused, named
 "$MIGC" verify "$fx/conv1d_gn_prelu" --backend mindspore-emu --grad > "$work/c1d.log" 2>&1
 rc=$?
