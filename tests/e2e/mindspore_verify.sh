@@ -69,6 +69,10 @@ if grep -q "self.lstm = mindspore.nn.LSTM(input_size=16, hidden_size=24, num_lay
    ! grep -q "ops.Custom\|ops.gather" "$work/lstm.net.py"; then
   ok "lstm: one nn.LSTM(num_layers=2) at 'lstm', no gate reordering or custom op in net.py"
 else bad "lstm net.py: $(grep -m2 'lstm\|Custom' "$work/lstm.net.py" | cut -c1-200)"; fi
+"$MIGC" coverage "$fx/lstm/model_preserve.onnx" --target mindspore > "$work/lstm.cov" 2>&1
+grep -q "^| LSTM | 2 | supported |" "$work/lstm.cov" && grep -q "^| LSTM | 2 | supported | [a-z-]* | supported |" "$work/lstm_out/coverage.md" &&
+  ok "lstm: migc coverage and convert's coverage.md both say the LSTMs convert" ||
+  bad "lstm coverage: $(grep -m1 '| LSTM' "$work/lstm.cov") / $(grep -m1 '| LSTM' "$work/lstm_out/coverage.md")"
 # fmod_mlp: torch.fmod is an ops.Custom CPU kernel (no rule for Mod), which runs
 # forward and has no gradient: the forward verdict stands, the gradients are an error
 "$MIGC" verify "$fx/fmod_mlp" --backend mindspore-emu --grad > "$work/fmod.log" 2>&1
