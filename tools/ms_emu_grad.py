@@ -12,6 +12,8 @@ IN.npz's members "0", "1", ... (the graph inputs in order) and writes RESULT.npz
     outputs/K          forward output K (graph order)
     grads/inputs/K     with --cotangents: dL/d input K, for every float input
     grads/params/TAG   with --cotangents: dL/d parameter TAG (net.trainable_params())
+    time/forward, time/gradients   seconds (float64 scalars) of the forward run and
+                       of value_and_grad
 
 where L = sum_k sum(output_k * cotangent_k) (as mean * numel: ops.mean, ops.mul, ops.add) and COT.npz's members "0", "1", ...
 are the cotangents of the outputs in order: the function tools/torch_reference.py
@@ -29,6 +31,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -82,8 +85,10 @@ def main():
         mindspore, net = load_net(a.net, a.ckpt)
         ops = mindspore.ops
         tx = [mindspore.Tensor(x) for x in xs]
+        t0 = time.perf_counter()
         outs = as_tuple(net(*tx))
         res = {"outputs/%d" % k: o.asnumpy() for k, o in enumerate(outs)}
+        res["time/forward"] = np.float64(time.perf_counter() - t0)
         if cots is not None:
             if len(cots) != len(outs):
                 fail("%d cotangents for %d outputs" % (len(cots), len(outs)), 2)
@@ -107,7 +112,9 @@ def main():
             weights = [p for _, p in named]
             fn = mindspore.value_and_grad(loss, grad_position=pos if pos else None, weights=weights,
                                           has_aux=False, return_ids=False)
+            t1 = time.perf_counter()
             _, g = fn(*tx)
+            res["time/gradients"] = np.float64(time.perf_counter() - t1)
             gi, gw = g if pos else ((), g)
             for i, gx in zip(pos, gi):
                 res["grads/inputs/%d" % i] = gx.asnumpy()

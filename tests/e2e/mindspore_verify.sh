@@ -73,6 +73,9 @@ else bad "lstm net.py: $(grep -m2 'lstm\|Custom' "$work/lstm.net.py" | cut -c1-2
 grep -q "^| LSTM | 2 | supported |" "$work/lstm.cov" && grep -q "^| LSTM | 2 | supported | [a-z-]* | supported |" "$work/lstm_out/coverage.md" &&
   ok "lstm: migc coverage and convert's coverage.md both say the LSTMs convert" ||
   bad "lstm coverage: $(grep -m1 '| LSTM' "$work/lstm.cov") / $(grep -m1 '| LSTM' "$work/lstm_out/coverage.md")"
+"$MIGC" verify "$fx/lstm" --backend mindspore-emu --grad --junit "$work/lstm.xml" > /dev/null 2>&1 &&
+  xmllint --noout --schema tests/fixtures/junit-10.xsd "$work/lstm.xml" 2> /dev/null &&
+  ok "lstm: --junit validates against the JUnit schema" || bad "lstm junit"
 # fmod_mlp: torch.fmod is an ops.Custom CPU kernel (no rule for Mod), which runs
 # forward and has no gradient: the forward verdict stands, the gradients are an error
 "$MIGC" verify "$fx/fmod_mlp" --backend mindspore-emu --grad > "$work/fmod.log" 2>&1
