@@ -47,6 +47,7 @@ typedef struct {
   char onnx[PATH_MAX], reference[PATH_MAX], pth[PATH_MAX], outdir[PATH_MAX];
   char ckpt_buf[PATH_MAX], map_buf[PATH_MAX], tmpdir[PATH_MAX], trace_dir[PATH_MAX];
   char ms_net[PATH_MAX]; /* mindspore-emu: the net.py that ran */
+  char ms_grad_why[1024]; /* mindspore-emu: why value_and_grad failed, or "" */
   char model_name_buf[512];
   const char *model_name;
   parity_policy *policy;
@@ -97,9 +98,10 @@ int verify_work_dir(vctx *v);
  * map, in torch's shape). 0, or -1 with diagnostics (a net that fails to load or run
  * is one naming the cause). */
 int verify_ms_run(vctx *v);
-/* Why verify_ms_run brought no gradients: one unsupported diagnostic per ops.Custom
- * kernel of net.py (MindSpore has no gradient through a kernel without a bprop). 0,
- * or -1 when net.py cannot be read. */
+/* Why verify_ms_run brought no gradients, as unsupported diagnostics: one per
+ * ops.Custom kernel of net.py (MindSpore has no gradient through a kernel without a
+ * bprop), or what mindspore.value_and_grad raised. 0, or -1 when net.py cannot be
+ * read. */
 int verify_ms_grad_errors(vctx *v);
 
 /* cmd_verify.c */

@@ -24,6 +24,7 @@ static void ms_join(char *out, size_t n, const char *dir, const char *leaf) {
   if (k < 0 || (size_t)k >= n) out[0] = 0;
 }
 
+/* Whether p is a regular file. */
 static int ms_is_file(const char *p) {
   struct stat st;
   return !stat(p, &st) && S_ISREG(st.st_mode);
@@ -162,11 +163,15 @@ static int scan_net(vctx *v, const char *net, int record, int *n_raise, char *ra
   return 0;
 }
 
+/* See verify_cli.h. */
 int verify_ms_grad_errors(vctx *v) {
   int n_raise, n_custom;
   char why[8];
   if (!v->ms_net[0] || scan_net(v, v->ms_net, 1, &n_raise, why, sizeof why, &n_custom)) return -1;
-  if (!n_custom) mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend mindspore-emu computed no gradients");
+  if (v->ms_grad_why[0])
+    mg_error(&v->d, UNSUPPORTED, NULL, NULL, "mindspore.value_and_grad under the stand-in failed: %s",
+             v->ms_grad_why);
+  else if (!n_custom) mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend mindspore-emu computed no gradients");
   return 0;
 }
 
@@ -307,6 +312,8 @@ static int load_map(vctx *v) {
   return 0;
 }
 
+/* See verify_cli.h: convert (when needed), write the inputs, run the driver under
+ * the stand-in, read its outputs and gradients back. */
 int verify_ms_run(vctx *v) {
   char out[PATH_MAX], root[PATH_MAX], net[PATH_MAX], ckpt[PATH_MAX], driver[PATH_MAX], standin[PATH_MAX];
   char in_npz[PATH_MAX], cot_npz[PATH_MAX], res_npz[PATH_MAX], log[PATH_MAX];
@@ -382,6 +389,14 @@ int verify_ms_run(vctx *v) {
       fail = 1;
     }
   }
+  mg_array ge = {0};
+  if (!fail && grad && !take(res, n, "grad_error", &ge)) { /* the forward stands */
+    if (ge.dtype == MG_STRING && ge.nbytes >= sizeof(char *))
+      snprintf(v->ms_grad_why, sizeof v->ms_grad_why, "%s", ((char **)ge.data)[0]);
+    else snprintf(v->ms_grad_why, sizeof v->ms_grad_why, "(no message)");
+    grad = 0;
+  }
+  mg_array_free(&ge);
   if (!fail && grad && fill_grads(v, res, n)) fail = 1;
   mg_array t = {0};
   if (!fail && grad && !take(res, n, "time/gradients", &t) && t.dtype == MG_F64 && t.nbytes == sizeof(double))

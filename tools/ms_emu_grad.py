@@ -12,6 +12,8 @@ IN.npz's members "0", "1", ... (the graph inputs in order) and writes RESULT.npz
     outputs/K          forward output K (graph order)
     grads/inputs/K     with --cotangents: dL/d input K, for every float input
     grads/params/TAG   with --cotangents: dL/d parameter TAG (net.trainable_params())
+    grad_error         instead of grads/, when value_and_grad fails: why (a string);
+                       the outputs stand
     time/forward, time/gradients   seconds (float64 scalars) of the forward run and
                        of value_and_grad
 
@@ -67,8 +69,51 @@ def load_net(net_py, ckpt):
     return mindspore, net
 
 
+def where_text(e):
+    """An exception in one line, with the net.py line (else the innermost) it came from."""
+    tb = traceback.extract_tb(e.__traceback__)
+    where = next((f for f in reversed(tb) if f.filename.endswith("net.py")), tb[-1] if tb else None)
+    return ("%s: %s%s" % (type(e).__name__, e, " (%s:%d)" % (os.path.basename(where.filename), where.lineno)
+                                                if where else "")).replace("\n", " ")
+
+
 def as_tuple(outs):
     return outs if isinstance(outs, tuple) else (outs,)
+
+
+def gradients(mindspore, net, xs, tx, outs, cots, res):
+    """value_and_grad of L into res (grads/..., time/gradients); raises what fails."""
+    ops = mindspore.ops
+    if len(cots) != len(outs):
+        fail("%d cotangents for %d outputs" % (len(cots), len(outs)), 2)
+    tc = [mindspore.Tensor(c.astype(np.float32)) for c in cots]
+    floats = [k for k, o in enumerate(outs) if np.issubdtype(o.asnumpy().dtype, np.floating)]
+
+    def loss(*args):
+        ys = as_tuple(net(*args))
+        total = None
+        for k in floats:
+            # sum(y * c) as mean(y * c) * numel: the stand-in has ops.mean, not ops.sum
+            n = max(int(np.prod(tc[k].shape)), 1)
+            s = ops.mul(ops.mean(ops.mul(ys[k], tc[k]), None, False), float(n))
+            total = s if total is None else ops.add(total, s)
+        return total
+
+    pos = tuple(i for i, x in enumerate(xs) if np.issubdtype(x.dtype, np.floating))
+    # the tags: parameters_and_names() is the checkpoint's names (net.py's contract);
+    # the same Parameters as net.trainable_params()
+    named = [(n, p) for n, p in net.parameters_and_names() if p.requires_grad]
+    weights = [p for _, p in named]
+    fn = mindspore.value_and_grad(loss, grad_position=pos if pos else None, weights=weights,
+                                  has_aux=False, return_ids=False)
+    t1 = time.perf_counter()
+    _, g = fn(*tx)
+    res["time/gradients"] = np.float64(time.perf_counter() - t1)
+    gi, gw = g if pos else ((), g)
+    for i, gx in zip(pos, gi):
+        res["grads/inputs/%d" % i] = gx.asnumpy()
+    for (tag, _), gp in zip(named, gw):
+        res["grads/params/" + tag] = gp.asnumpy()
 
 
 def main():
@@ -83,50 +128,24 @@ def main():
     cots = load_members(a.cotangents) if a.cotangents else None
     try:
         mindspore, net = load_net(a.net, a.ckpt)
-        ops = mindspore.ops
         tx = [mindspore.Tensor(x) for x in xs]
         t0 = time.perf_counter()
         outs = as_tuple(net(*tx))
         res = {"outputs/%d" % k: o.asnumpy() for k, o in enumerate(outs)}
         res["time/forward"] = np.float64(time.perf_counter() - t0)
-        if cots is not None:
-            if len(cots) != len(outs):
-                fail("%d cotangents for %d outputs" % (len(cots), len(outs)), 2)
-            tc = [mindspore.Tensor(c.astype(np.float32)) for c in cots]
-            floats = [k for k, o in enumerate(outs) if np.issubdtype(o.asnumpy().dtype, np.floating)]
-
-            def loss(*args):
-                ys = as_tuple(net(*args))
-                total = None
-                for k in floats:
-                    # sum(y * c) as mean(y * c) * numel: the stand-in has ops.mean, not ops.sum
-                    n = max(int(np.prod(tc[k].shape)), 1)
-                    s = ops.mul(ops.mean(ops.mul(ys[k], tc[k]), None, False), float(n))
-                    total = s if total is None else ops.add(total, s)
-                return total
-
-            pos = tuple(i for i, x in enumerate(xs) if np.issubdtype(x.dtype, np.floating))
-            # the tags: parameters_and_names() is the checkpoint's names (net.py's contract);
-            # the same Parameters as net.trainable_params()
-            named = [(n, p) for n, p in net.parameters_and_names() if p.requires_grad]
-            weights = [p for _, p in named]
-            fn = mindspore.value_and_grad(loss, grad_position=pos if pos else None, weights=weights,
-                                          has_aux=False, return_ids=False)
-            t1 = time.perf_counter()
-            _, g = fn(*tx)
-            res["time/gradients"] = np.float64(time.perf_counter() - t1)
-            gi, gw = g if pos else ((), g)
-            for i, gx in zip(pos, gi):
-                res["grads/inputs/%d" % i] = gx.asnumpy()
-            for (tag, _), gp in zip(named, gw):
-                res["grads/params/" + tag] = gp.asnumpy()
     except SystemExit:
         raise
     except Exception as e:  # the net failed: say where, in one line
-        tb = traceback.extract_tb(e.__traceback__)
-        where = next((f for f in reversed(tb) if f.filename.endswith("net.py")), tb[-1] if tb else None)
-        fail("%s: %s%s" % (type(e).__name__, e, " (%s:%d)" % (os.path.basename(where.filename), where.lineno)
-                                               if where else ""))
+        fail(where_text(e))
+    if cots is not None:
+        try:
+            gradients(mindspore, net, xs, tx, outs, cots, res)
+        except SystemExit:
+            raise
+        except Exception as e:  # the forward stands; the gradients are an error, said in one line
+            for k in [k for k in res if k.startswith("grads/")]:
+                del res[k]
+            res["grad_error"] = np.array(where_text(e))
     tmp = a.out + ".tmp"
     with open(tmp, "wb") as f:
         np.savez(f, **res)

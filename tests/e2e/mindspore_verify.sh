@@ -8,7 +8,8 @@
 # checkpoint tag through the weight map); an OUTDIR of `migc convert --target
 # mindspore` passes, and fails (exit 1) with a checkpoint tensor scaled by 1% or a
 # net.py whose gradient is wrong but whose forward is not (one skip connection
-# detached, one ReLU's gradient doubled); an ops.Custom kernel (fmod_mlp) runs forward
+# detached, one ReLU's gradient doubled; the stem conv detached, so one parameter has
+# no gradient: an error row); an ops.Custom kernel (fmod_mlp) runs forward
 # and makes the gradients an error row naming it; conv1d_gn_prelu is refused (exit 2)
 # naming the Conv1d; bad usage exits 2. Reference folders are cached in build/fixtures/ms_verify.
 # usage: tests/e2e/mindspore_verify.sh BUILD_DIR
@@ -127,6 +128,17 @@ mutant "layer1.0's skip connection detached (ops.stop_gradient)" \
   's/(layer1_layer1_0_Add_output_0 = mindspore\.ops\.add\(input=[^,]*, other=)([A-Za-z0-9_]+)\)/\1mindspore.ops.stop_gradient(\2))/'
 mutant "layer2.0's first ReLU with its gradient doubled (2y - stop_gradient(y))" \
   's/= (mindspore\.ops\.relu\(input=v[0-9]+__layer2_layer2_0_bn1_BatchNormalization_output_0, inplace=False\))/= mindspore.ops.sub(input=mindspore.ops.mul(input=\1, other=2.0), other=mindspore.ops.stop_gradient(\1))/'
+
+# the stem conv's output detached: conv1.weight gets no gradient at all, which
+# value_and_grad refuses under the stand-in: the forward stands, the gradients are an error
+dir=$work/m_stem && cp -r "$out" "$dir"
+sed -E 's/= (self\.conv1\([A-Za-z0-9_]+\))$/= mindspore.ops.stop_gradient(\1)/' "$out/mindspore/net.py" > "$dir/mindspore/net.py"
+verify_out "$dir" "$work/stem.log" --grad
+rc=$?
+if ! cmp -s "$out/mindspore/net.py" "$dir/mindspore/net.py" && [ $rc -eq 1 ] && grep -q "^output .*PASS" "$work/stem.log" &&
+   grep -q "ERROR: not computed: mindspore.value_and_grad under the stand-in failed: .*does not depend on" "$work/stem.log"; then
+  ok "conv1's output detached: forward passes, the gradients are an error saying why (exit 1)"
+else bad "conv1 detached (exit $rc): $(grep -E '^output|^input-grad|^verify' "$work/stem.log" | cut -c1-200)"; fi
 
 # --- bad usage: exit 2 ---
 mkdir -p "$work/nopth" && cp "$fx/resnet18/model_preserve.onnx" "$fx/resnet18/ref.npz" "$work/nopth/"
