@@ -1,5 +1,5 @@
 /* migc verify DIR [--grad]
- * migc verify OUTDIR|MODEL.onnx --reference REF.npz [--backend interp|c] [--grad] ...
+ * migc verify OUTDIR|MODEL.onnx --reference REF.npz [--backend interp|c|mindspore-emu] [--grad] ...
  *
  * The parity gate: runs the migrated model on the reference inputs, compares its
  * outputs (and, with --grad, its input and parameter gradients) with what PyTorch
@@ -42,7 +42,13 @@ static void help(FILE *f) {
           "  --reference REF.npz    the reference (default DIR/ref.npz)\n"
           "  --backend interp|c     reference interpreter (default) or the generated C code\n"
           "                         (OUTDIR/cpu, built with make when the runner is missing)\n"
-          "  --grad                 also compare input and parameter gradients (autodiff)\n"
+          "  --backend mindspore-emu  OUTDIR/mindspore/net.py and the checkpoint under the\n"
+          "                         MindSpore stand-in (tests/mindspore_standin, through\n"
+          "                         tools/ms_emu_grad.py; a reference folder is converted\n"
+          "                         with --target mindspore --weights DIR/model.pth first)\n"
+          "  --grad                 also compare input and parameter gradients (autodiff;\n"
+          "                         mindspore-emu: mindspore.value_and_grad, parameters\n"
+          "                         matched to torch's through the weight map)\n"
           "  --rtol R --atol A      forward elementwise tolerance (default 1e-3, 1e-5)\n"
           "  --policy P.xml         per-model, per-op, per-output, per-parameter tolerances\n"
           "  --model-name NAME      the name policy <model match=> rules see (default: the\n"
@@ -73,8 +79,7 @@ static int is_file(const char *p) {
   return !stat(p, &st) && S_ISREG(st.st_mode);
 }
 
-/* The reference array named `name`, or NULL. */
-static const mg_array *ref_get(const vctx *v, const char *name) {
+const mg_array *verify_ref_get(const vctx *v, const char *name) {
   for (int i = 0; i < v->n_ref; i++)
     if (v->ref[i].name && !strcmp(v->ref[i].name, name)) return &v->ref[i];
   return NULL;
@@ -85,9 +90,9 @@ static const mg_array *ref_get(const vctx *v, const char *name) {
 static double output_noise(const vctx *v, const char *name) {
   char key[600];
   snprintf(key, sizeof key, "outputs/%s", name);
-  const mg_array *r32 = ref_get(v, key);
+  const mg_array *r32 = verify_ref_get(v, key);
   snprintf(key, sizeof key, "outputs_f64/%s", name);
-  const mg_array *r64 = ref_get(v, key);
+  const mg_array *r64 = verify_ref_get(v, key);
   if (!r32 || !r64 || r32->nbytes / mg_dtype_size(r32->dtype) != r64->nbytes / mg_dtype_size(r64->dtype)) return 0;
   int64_t n = (int64_t)(r32->nbytes / mg_dtype_size(r32->dtype));
   double noise = 0;
@@ -141,6 +146,9 @@ static void dims_str(const mg_array *a, char *out, size_t n) {
   if (!a->rank) snprintf(out, n, "scalar");
 }
 
+/* Whether the MindSpore stand-in is the backend. */
+static int is_ms(const vctx *v) { return !strcmp(v->opt.backend, "mindspore-emu"); }
+
 /* Compares got with ref into r: shape first (a mismatch fails the row), then the
  * metrics and the verdict. */
 static void judge(vctx *v, vresult *r, const mg_array *got, const mg_array *ref, int grad) {
@@ -178,7 +186,7 @@ static int gather_inputs(vctx *v) {
   for (int i = 0; i < g->n_inputs; i++) {
     char key[600];
     snprintf(key, sizeof key, "inputs/%s", g->inputs[i]->name);
-    const mg_array *a = ref_get(v, key);
+    const mg_array *a = verify_ref_get(v, key);
     if (!a) {
       mg_error(&v->d, USAGE, g->inputs[i]->name, NULL, "%s has no member %s", v->reference, key);
       return -1;
@@ -200,7 +208,7 @@ static void compare_outputs(vctx *v, mg_array *outs) {
     if (!r) return;
     r->tol = forward_tol(v, o->producer ? o->producer->op_type : NULL, o->name);
     r->tol.noise = output_noise(v, o->name);
-    const mg_array *ref = ref_get(v, key);
+    const mg_array *ref = verify_ref_get(v, key);
     if (!ref) {
       r->status = V_ERROR;
       snprintf(r->why, sizeof r->why, "the reference has no %s", key);
@@ -309,7 +317,7 @@ static int compare_gradients(vctx *v) {
   for (int i = 0; i < g->n_outputs; i++) {
     char key[600];
     snprintf(key, sizeof key, "cotangents/%s", g->outputs[i]->name);
-    const mg_array *c = ref_get(v, key);
+    const mg_array *c = verify_ref_get(v, key);
     if (!c) {
       mg_error(&v->d, USAGE, g->outputs[i]->name, NULL, "%s has no member %s", v->reference, key);
       free(cot);
@@ -319,15 +327,16 @@ static int compare_gradients(vctx *v) {
     cot[n_cot++].name = (char *)g->outputs[i]->name;
   }
   double t0 = now();
-  int rc = grad_run(v->m, v->inputs, v->n_inputs, cot, n_cot, &v->grads, &v->d);
+  /* mindspore-emu: the stand-in's gradients came with the forward run */
+  int rc = is_ms(v) ? (!v->have_grads && (verify_ms_grad_errors(v), 1)) : grad_run(v->m, v->inputs, v->n_inputs, cot, n_cot, &v->grads, &v->d);
   free(cot);
-  v->t_grad = now() - t0;
+  if (!is_ms(v)) v->t_grad = now() - t0;
   if (rc) return -1;
   v->have_grads = 1;
   for (int i = 0; i < g->n_inputs && i < v->grads.n_inputs; i++) {
     char key[600];
     snprintf(key, sizeof key, "grads/inputs/%s", g->inputs[i]->name);
-    const mg_array *ref = ref_get(v, key);
+    const mg_array *ref = verify_ref_get(v, key);
     if (!ref) continue; /* an integer input has no gradient */
     vresult *r = add_result(v, V_INPUT_GRAD, g->inputs[i]->name, NULL);
     if (!r) return -1;
@@ -494,8 +503,8 @@ static int parse_args(vctx *v, int argc, char **argv) {
     help(stderr);
     return -1;
   }
-  if (strcmp(v->opt.backend, "interp") && strcmp(v->opt.backend, "c")) {
-    fprintf(stderr, "migc verify: --backend must be interp or c, got '%s'\n", v->opt.backend);
+  if (strcmp(v->opt.backend, "interp") && strcmp(v->opt.backend, "c") && strcmp(v->opt.backend, "mindspore-emu")) {
+    fprintf(stderr, "migc verify: --backend must be interp, c or mindspore-emu, got '%s'\n", v->opt.backend);
     return -1;
   }
   if (!v->opt.ckpt != !v->opt.map) {
@@ -533,6 +542,12 @@ static int has_module_refs(const vctx *v) {
 static void localise(vctx *v) {
   if (v->loc_tried) return;
   v->loc_tried = 1;
+  if (is_ms(v)) {
+    snprintf(v->loc_note, sizeof v->loc_note,
+             "no node-by-node localisation for --backend mindspore-emu (net.py writes no trace); "
+             "`migc verify` with the interpreter localises the ONNX itself");
+    return;
+  }
   parity_tol tol = forward_tol(v, NULL, NULL);
   if (!strcmp(v->opt.backend, "c")) {
     if (verify_c_trace(v)) return;
@@ -590,8 +605,9 @@ int cmd_verify(int argc, char **argv) {
     }
   }
   double t1 = now();
-  int frc = !strcmp(v->opt.backend, "c") ? verify_c_forward(v) : interp_run(v->m, v->inputs, v->n_inputs,
-                                                                             &(interp_options){0}, &v->outs, &v->d);
+  int frc = !strcmp(v->opt.backend, "c") ? verify_c_forward(v)
+            : is_ms(v)                     ? verify_ms_run(v)
+                                           : interp_run(v->m, v->inputs, v->n_inputs, &(interp_options){0}, &v->outs, &v->d);
   v->t_forward = now() - t1;
   if (frc) {
     rc = EXIT_BAD_INPUT;
@@ -603,7 +619,7 @@ int cmd_verify(int argc, char **argv) {
    * small error inside (a Gelu approximated, a LayerNorm epsilon) can hide under
    * the output tolerance after later layers. */
   int is_c = !strcmp(v->opt.backend, "c");
-  if (!v->opt.no_layers && (is_c || has_module_refs(v))) {
+  if (!v->opt.no_layers && !is_ms(v) && (is_c || has_module_refs(v))) {
     localise(v);
     if (v->localised) {
       vresult *r = add_result(v, V_LAYERS, is_c ? "generated code vs interpreter" : "torch modules", NULL);

@@ -48,8 +48,7 @@ static void path_join(char *out, size_t n, const char *dir, const char *leaf) {
   if (k < 0 || (size_t)k >= n) out[0] = 0; /* an empty path fails to open, never a wrong one */
 }
 
-/* Makes v->tmpdir once. */
-static int work_dir(vctx *v) {
+int verify_work_dir(vctx *v) {
   if (v->tmpdir[0]) return 0;
   const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   snprintf(v->tmpdir, sizeof v->tmpdir, "%s/migc-verify-XXXXXX", base);
@@ -114,7 +113,7 @@ static int run_runner(vctx *v, const char *runner, const char *outdir, const cha
 
 int verify_c_forward(vctx *v) {
   char cpu[PATH_MAX], runner[PATH_MAX], outdir[PATH_MAX];
-  if (work_dir(v) || project_dir(v, cpu, sizeof cpu)) return -1;
+  if (verify_work_dir(v) || project_dir(v, cpu, sizeof cpu)) return -1;
   path_join(runner, sizeof runner, cpu, "runner");
   if (access(runner, X_OK)) {
     char *argv[] = {"make", "-s", "-C", cpu, NULL};
@@ -144,7 +143,7 @@ int verify_c_forward(vctx *v) {
 
 int verify_c_trace(vctx *v) {
   char cpu[PATH_MAX], runner[PATH_MAX], outdir[PATH_MAX];
-  if (work_dir(v)) return -1;
+  if (verify_work_dir(v)) return -1;
   if (v->outdir[0]) path_join(cpu, sizeof cpu, v->outdir, "cpu");
   else path_join(cpu, sizeof cpu, v->tmpdir, "converted/cpu");
   path_join(runner, sizeof runner, cpu, "runner");

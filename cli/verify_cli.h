@@ -1,6 +1,6 @@
 /* Shared by the files of `migc verify` (cmd_verify.c: arguments and the flow;
  * verify_report.c: table, JSON, JUnit; verify_backend.c: the C backend and the
- * checkpoint check). */
+ * checkpoint check; verify_ms.c: the MindSpore stand-in backend). */
 #ifndef MG_VERIFY_CLI_H
 #define MG_VERIFY_CLI_H
 #include "interp.h"
@@ -46,6 +46,8 @@ typedef struct {
   mg_diags d;
   char onnx[PATH_MAX], reference[PATH_MAX], pth[PATH_MAX], outdir[PATH_MAX];
   char ckpt_buf[PATH_MAX], map_buf[PATH_MAX], tmpdir[PATH_MAX], trace_dir[PATH_MAX];
+  char ms_net[PATH_MAX]; /* mindspore-emu: the net.py that ran */
+  char ms_grad_why[1024]; /* mindspore-emu: why value_and_grad failed, or "" */
   char model_name_buf[512];
   const char *model_name;
   parity_policy *policy;
@@ -84,6 +86,27 @@ int verify_c_trace(vctx *v);
 int verify_weights(vctx *v);
 /* Removes a directory tree the command created. */
 void verify_rmtree(const char *dir);
+/* Makes v->tmpdir (once). 0, or -1 with a diagnostic. */
+int verify_work_dir(vctx *v);
+
+/* verify_ms.c */
+/* --backend mindspore-emu: runs OUTDIR/mindspore/net.py with the checkpoint (--ckpt
+ * when given, else OUTDIR/model.ckpt) under the MindSpore stand-in through
+ * tools/ms_emu_grad.py, converting a reference folder's ONNX with its model.pth for
+ * MindSpore first. Fills v->outs and, with --grad, v->grads from
+ * mindspore.value_and_grad (parameters under their torch names through the weight
+ * map, in torch's shape). 0, or -1 with diagnostics (a net that fails to load or run
+ * is one naming the cause). */
+int verify_ms_run(vctx *v);
+/* Why verify_ms_run brought no gradients, as unsupported diagnostics: one per
+ * ops.Custom kernel of net.py (MindSpore has no gradient through a kernel without a
+ * bprop), or what mindspore.value_and_grad raised. 0, or -1 when net.py cannot be
+ * read. */
+int verify_ms_grad_errors(vctx *v);
+
+/* cmd_verify.c */
+/* The reference array named `name` (ref.npz member), or NULL. */
+const mg_array *verify_ref_get(const vctx *v, const char *name);
 
 /* verify_report.c */
 void verify_print(const vctx *v);

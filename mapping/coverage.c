@@ -249,7 +249,13 @@ int coverage_end(cov_model *cm) {
 int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_override *ov, int n_ov,
                            rule_set *const rs[MAP_TARGET_COUNT], cov_cpu_check cpu_check, cov_rules_check ms_check,
                            cov_model *cm, mg_diags *d) {
+  mg_model *msm = NULL;
   if (coverage_begin(cm, m, path)) goto oom;
+  /* the MindSpore check runs on a copy prepared as convert prepares its MindSpore
+   * model: parameter paths kept (a parameter read through Slice/Concat, an LSTM's
+   * reordered gates, stays a parameter) */
+  msm = ms_check && rs[MAP_TARGET_MINDSPORE] ? mg_model_clone(m) : NULL;
+  if (ms_check && rs[MAP_TARGET_MINDSPORE] && !msm) goto oom;
   m->derive_shapes_only = 1; /* as convert prepares it: no shape taken on trust */
   const char *saved = d->file;
   d->file = path;
@@ -259,13 +265,18 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   }
   d->file = saved;
   if (coverage_map(cm, m, rs)) goto oom;
-  if (ms_check && rs[MAP_TARGET_MINDSPORE] && !cm->prepare_failed) {
+  if (msm && !cm->prepare_failed) {
     mg_diags quiet;
     mg_diags_init(&quiet);
-    int rc = ms_check(m, rs[MAP_TARGET_MINDSPORE], &quiet) < 0 ? 0 : coverage_emitter(cm, MAP_TARGET_MINDSPORE, &quiet, 0);
+    msm->derive_shapes_only = 1;
+    msm->keep_param_paths = 1;
+    int rc = mg_prepare(msm, ov, n_ov, &quiet) || ms_check(msm, rs[MAP_TARGET_MINDSPORE], &quiet) < 0
+                 ? 0 : coverage_emitter(cm, MAP_TARGET_MINDSPORE, &quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
+  mg_model_free(msm);
+  msm = NULL;
   if (cpu_check && !cm->prepare_failed) {
     /* the emitter's diagnostics are the report's, not the caller's to print */
     mg_diags quiet;
@@ -277,6 +288,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   if (coverage_end(cm)) goto oom;
   return 0;
 oom:
+  mg_model_free(msm);
   mg_error(d, OOM, NULL, NULL, "out of memory");
   cm->error = "out of memory";
   return -1;

@@ -49,6 +49,7 @@ suite "weights: .pth/.safetensors to .ckpt, checked by check-ckpt.py; binding; b
 suite "convert --weights: a fine-tuned .pth reaches the generated C (stale exports, both styles)" bash tests/e2e/weights_reach_c.sh "$BUILD"
 suite "MindSpore stand-in: strict API table bindings, pitfalls against torch, .ckpt, grads, ops.Custom" bash tests/e2e/mindspore_standin.sh
 suite "MindSpore net.py through the stand-in agrees with torch (tiny_cnn, resnet18, mobilenet_v2)" bash tests/e2e/mindspore_net.sh "$BUILD"
+suite "MindSpore verify --backend mindspore-emu: forward and gradients through the stand-in, mutations fail" bash tests/e2e/mindspore_verify.sh "$BUILD"
 suite "MindSpore custom ops: nodes without a rule run as ops.Custom AOT CPU kernels through the stand-in" bash tests/e2e/mindspore_custom.sh "$BUILD"
 suite "MindSpore harmful mutations fail the parity check (padding order, LayerNorm eps, BatchNorm momentum, dropped axis)" bash tests/e2e/mindspore_mutations.sh "$BUILD"
 suite "MindSpore package: config.json schema, ModelArts service 200/400, export.py, Lite/ATC command lines, hostile names" bash tests/e2e/mindspore_package.sh "$BUILD"

@@ -39,6 +39,8 @@ typedef struct {
   const mg_value **consts;   /* constants too large for net.py: constants/K.npy, self.constK */
   int n_consts, cap_consts;
   ms_custom *custom;         /* the ops.Custom fallbacks (emit_custom.c) */
+  unsigned char *absorbed;   /* by node id: part of an nn.LSTM emitted at another node */
+  struct ms_lstm **lstm_at;  /* by node id: the nn.LSTM emitted at this node, or NULL */
 } ms_ctx;
 
 static char *dupf(ms_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -275,20 +277,35 @@ static int is_number(const char *s) {
   return 1;
 }
 
-/* The construct-side access path of module path (dots): attribute names, and
- * [k] where a child is numeric (its parent is an nn.CellList). */
+/* Whether k has children and all of them are numbered: an nn.CellList. */
+static int all_numeric(const ms_cell *k) {
+  int n = k->kids != NULL;
+  for (const ms_cell *x = k->kids; x; x = x->next) n &= is_number(x->name);
+  return n;
+}
+
+/* The construct-side access path of module path (dots): attribute names, [k] where
+ * a child is numeric and its parent an nn.CellList, getattr(parent, "k") for a
+ * numbered child of any other cell (the root of a torch Sequential; such children
+ * are added with insert_child_to_cell, since "self.0" is not Python, and their
+ * parameter names prefixed with update_parameters_name, as attribute assignment
+ * does). */
 static const char *access_path(ms_ctx *c, const char *path) {
-  cg_buf b = {0};
-  cg_buf_printf(&b, "self");
-  for (const char *p = path; *p;) {
+  const ms_cell *cur = &c->root;
+  const char *s = "self";
+  for (const char *p = path; *p && s;) {
     size_t len = strcspn(p, ".");
     char part[256];
     snprintf(part, sizeof part, "%.*s", (int)(len < 255 ? len : 255), p);
-    cg_buf_printf(&b, is_number(part) ? "[%s]" : ".%s", part);
+    if (!is_number(part)) s = dupf(c, "%s.%s", s, part);
+    else if (cur && cur != &c->root && all_numeric(cur)) s = dupf(c, "%s[%s]", s, part);
+    else s = dupf(c, "getattr(%s, \"%s\")", s, part);
+    const ms_cell *next = NULL;
+    for (const ms_cell *x = cur ? cur->kids : NULL; x && !next; x = x->next)
+      if (!strcmp(x->name, part)) next = x;
+    cur = next;
     p += len + (p[len] == '.');
   }
-  const char *s = b.failed ? NULL : mg_arena_strdup(&c->a, b.s);
-  cg_buf_free(&b);
   if (!s) c->failed = 1;
   return s;
 }
@@ -387,8 +404,258 @@ static int is_folded(const mg_node *n) {
   return any;
 }
 
+/* ---- torch LSTM layers as one nn.LSTM ----
+ * torch.onnx writes an nn.LSTM of L layers as L ONNX LSTM nodes, each followed by a
+ * Squeeze of its num_directions axis, whose W/R/B are the torch parameters with
+ * their gates reordered (i, f, g, o) -> (i, o, f, c) by Slice + Concat (+ Unsqueeze)
+ * nodes: kept as nodes, since the MindSpore copy is prepared with keep_param_paths.
+ * nn.LSTM keeps torch's gate order and names (weight_ih_l<k>...), so the chain is one
+ * nn.LSTM(num_layers=L) cell at the torch module path, the checkpoint holding torch's
+ * tensors as they are; the nodes that reorder and the later layers are absorbed. */
+enum { MS_LSTM_MAX_LAYERS = 16, MS_LSTM_MAX_NODES = 64 };
+typedef struct ms_lstm {
+  const mg_node *layer[MS_LSTM_MAX_LAYERS];
+  int n_layers;
+  const mg_value *y;        /* the last layer's squeezed output: what nn.LSTM returns */
+  const char *path;         /* the torch module */
+} ms_lstm;
+
+/* The int64 constant v's single element into *x; 0, or -1 when it is not one. */
+static int const_i64(const mg_value *v, int64_t *x) {
+  if (!v || !v->data || v->dtype != MG_I64 || mg_shape_numel(&v->shape) != 1) return -1;
+  memcpy(x, v->data, sizeof *x);
+  return 0;
+}
+
+/* Whether node sl takes rows [*st, *en) of an initializer along axis 0: a Slice of
+ * constant bounds and step 1, or the Gather of a constant contiguous index range the
+ * rules lower such a Slice into. */
+static int row_range(const mg_node *sl, int64_t *st, int64_t *en) {
+  if (!sl || !sl->in[0] || sl->in[0]->kind != MG_V_INIT) return 0;
+  if (sl->op == MG_OP_Slice) {
+    int64_t ax = 0, step = 1;
+    return !const_i64(sl->in[1], st) && !const_i64(sl->in[2], en) && !(sl->n_in > 3 && sl->in[3] && const_i64(sl->in[3], &ax)) &&
+           !(sl->n_in > 4 && sl->in[4] && const_i64(sl->in[4], &step)) && ax == 0 && step == 1;
+  }
+  const mg_value *ix = sl->n_in > 1 ? sl->in[1] : NULL;
+  if (sl->op != MG_OP_Gather || mg_attr_int(sl, "axis", 0) != 0 || !ix || !ix->data || ix->dtype != MG_I64 ||
+      ix->shape.rank != 1 || mg_shape_numel(&ix->shape) < 1)
+    return 0;
+  int64_t n = mg_shape_numel(&ix->shape), a, b;
+  memcpy(&a, ix->data, sizeof a);
+  for (int64_t i = 1; i < n; i++) {
+    memcpy(&b, (const char *)ix->data + (size_t)i * sizeof b, sizeof b);
+    if (b != a + i) return 0;
+  }
+  *st = a, *en = a + n;
+  return 1;
+}
+
+/* Whether v is Concat(axis 0) of the rows [0, H), [3H, 4H), [H, 3H) of one
+ * initializer: torch's gates in ONNX's order. The initializer into *p, the nodes
+ * into nodes[*n]. */
+static int gate_reorder(const mg_value *v, int64_t H, const mg_value **p, const mg_node **nodes, int *n) {
+  const mg_node *cat = v ? v->producer : NULL;
+  static const int64_t want[3][2] = {{0, 1}, {3, 4}, {1, 3}};
+  if (!cat || cat->op != MG_OP_Concat || cat->n_in != 3 || mg_attr_int(cat, "axis", -1) != 0 || v->n_uses != 1)
+    return 0;
+  *p = NULL;
+  for (int k = 0; k < 3; k++) {
+    const mg_value *sv = cat->in[k];
+    const mg_node *sl = sv ? sv->producer : NULL;
+    int64_t st, en;
+    if (!sl || sv->n_uses != 1 || !row_range(sl, &st, &en) || st != want[k][0] * H || en != want[k][1] * H ||
+        (*p && *p != sl->in[0]) || *n + 2 > MS_LSTM_MAX_NODES)
+      return 0;
+    *p = sl->in[0];
+    nodes[(*n)++] = sl;
+  }
+  nodes[(*n)++] = cat;
+  return 1;
+}
+
+/* The torch parameters behind LSTM input k (1 W, 2 R, 3 B) of a layer: an Unsqueeze
+ * (or Reshape) of one gate reordering (two, concatenated, for B). ps[0..1]. */
+static int lstm_params(const mg_node *l, int k, int64_t H, const mg_value **ps, const mg_node **nodes, int *n) {
+  const mg_value *v = k < l->n_in ? l->in[k] : NULL;
+  const mg_node *u = v ? v->producer : NULL;
+  if (!u || (u->op != MG_OP_Unsqueeze && u->op != MG_OP_Reshape) || v->n_uses != 1 || !u->in[0]) return 0;
+  if (*n + 1 > MS_LSTM_MAX_NODES) return 0;
+  nodes[(*n)++] = u;
+  if (k < 3) return gate_reorder(u->in[0], H, &ps[0], nodes, n);
+  const mg_node *cat = u->in[0]->producer;
+  if (!cat || cat->op != MG_OP_Concat || cat->n_in != 2 || mg_attr_int(cat, "axis", -1) != 0 || u->in[0]->n_uses != 1 ||
+      !gate_reorder(cat->in[0], H, &ps[0], nodes, n) || !gate_reorder(cat->in[1], H, &ps[1], nodes, n) ||
+      *n + 1 > MS_LSTM_MAX_NODES)
+    return 0;
+  nodes[(*n)++] = cat;
+  return 1;
+}
+
+/* Whether v is absent or a constant of zeros (the export's zero initial states). */
+static int zeros_or_absent(const mg_value *v) {
+  if (!v) return 1;
+  if (!v->data) return 0;
+  int64_t n = mg_shape_numel(&v->shape);
+  size_t es = mg_dtype_size(v->dtype);
+  for (int64_t i = 0; i < n; i++)
+    if (mg_load_f64(v->dtype, (const char *)v->data + (size_t)i * es) != 0) return 0;
+  return 1;
+}
+
+/* The only reader of v that is not folded, or NULL (none, or more than one). */
+static const mg_node *sole_reader(const mg_graph *g, const mg_value *v) {
+  const mg_node *r = NULL;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mg_node *x = g->nodes[i];
+    int reads = 0;
+    for (int k = 0; k < x->n_in; k++) reads |= x->in[k] == v;
+    if (!reads || is_folded(x)) continue;
+    if (r) return NULL;
+    r = x;
+  }
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i] == v) return NULL;
+  return r;
+}
+
+/* Layer k's checkpoint tags must be <path>.weight_ih_l<k> and so on; *path is set
+ * from the first layer's. */
+static int lstm_tags_match(ms_ctx *c, const mg_value *const ps[4], int k, const char **path) {
+  static const char *leaf[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+  for (int j = 0; j < 4; j++) {
+    const char *why = NULL;
+    int transposed = 0;
+    const char *t = ps[j] ? c->tag(c->tag_ctx, ps[j], &transposed, &why) : NULL;
+    const char *dot = t ? strrchr(t, '.') : NULL;
+    char want[64];
+    snprintf(want, sizeof want, "%s_l%d", leaf[j], k);
+    if (!t || transposed || !dot || strcmp(dot + 1, want)) return 0;
+    if (!*path) *path = dupf(c, "%.*s", (int)(dot - t), t);
+    else if (strlen(*path) != (size_t)(dot - t) || strncmp(*path, t, (size_t)(dot - t))) return 0;
+  }
+  return 1;
+}
+
+/* Whether LSTM node x is layer k of the chain: one forward layer of hidden size H
+ * without sequence lengths, peepholes, initial states other than zeros or used Y_h
+ * and Y_c, whose W/R/B reorder the torch parameters <path>.*_l<k>. Its reordering
+ * nodes into nodes[*n]. */
+static int lstm_layer(ms_ctx *c, const mg_node *x, int k, int64_t H, const char **path, const mg_node **nodes, int *n) {
+  const mg_value *ps[4] = {0};
+  int ok = x->op == MG_OP_LSTM && k < MS_LSTM_MAX_LAYERS && H > 0 && mg_attr_int(x, "hidden_size", -1) == H &&
+           !strcmp(mg_attr_str(x, "direction", "forward"), "forward") && mg_attr_int(x, "layout", 0) == 0 &&
+           (x->n_in <= 4 || !x->in[4]) && (x->n_in <= 7 || !x->in[7]) && (x->n_in <= 5 || zeros_or_absent(x->in[5])) &&
+           (x->n_in <= 6 || zeros_or_absent(x->in[6])) && x->n_out >= 1 && x->out[0] &&
+           (x->n_out < 2 || !x->out[1] || !x->out[1]->n_uses) && (x->n_out < 3 || !x->out[2] || !x->out[2]->n_uses);
+  return ok && lstm_params(x, 1, H, &ps[0], nodes, n) && lstm_params(x, 2, H, &ps[1], nodes, n) &&
+         lstm_params(x, 3, H, &ps[2], nodes, n) && lstm_tags_match(c, ps, k, path);
+}
+
+/* The Squeeze of axis 1 that is the only reader of LSTM x's Y, or NULL. */
+static const mg_node *lstm_squeeze(const mg_graph *g, const mg_node *x) {
+  const mg_node *sq = sole_reader(g, x->out[0]);
+  int64_t axis;
+  if (!sq || sq->op != MG_OP_Squeeze || sq->n_in != 2 || const_i64(sq->in[1], &axis) || axis != 1 || !sq->out[0])
+    return NULL;
+  return sq;
+}
+
+/* Finds the LSTM chains of the graph (see above) and marks what they absorb. */
+static void find_lstms(ms_ctx *c) {
+  mg_graph *g = c->m->graph;
+  c->absorbed = mg_arena_alloc(&c->a, (size_t)g->n_nodes + 1);
+  c->lstm_at = mg_arena_alloc(&c->a, sizeof *c->lstm_at * ((size_t)g->n_nodes + 1));
+  if (!c->absorbed || !c->lstm_at) { c->failed = 1; return; }
+  memset(c->absorbed, 0, (size_t)g->n_nodes + 1);
+  memset(c->lstm_at, 0, sizeof *c->lstm_at * ((size_t)g->n_nodes + 1));
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mg_node *l = g->nodes[i];
+    if (l->op != MG_OP_LSTM || c->absorbed[l->id]) continue;
+    ms_lstm ch = {0};
+    const mg_node *own[MS_LSTM_MAX_LAYERS][MS_LSTM_MAX_NODES], *sqs[MS_LSTM_MAX_LAYERS];
+    int n_own[MS_LSTM_MAX_LAYERS] = {0};
+    int64_t H = mg_attr_int(l, "hidden_size", -1);
+    for (const mg_node *x = l; x && ch.n_layers < MS_LSTM_MAX_LAYERS;) {
+      int k = ch.n_layers;
+      const char *path = ch.path;
+      const mg_node *sq = NULL;
+      if (!lstm_layer(c, x, k, H, &path, own[k], &n_own[k]) || !(sq = lstm_squeeze(g, x))) break;
+      ch.path = path;
+      ch.layer[ch.n_layers++] = x;
+      sqs[k] = sq;
+      ch.y = sq->out[0];
+      const mg_node *next = sole_reader(g, sq->out[0]);
+      x = next && next->op == MG_OP_LSTM && next->in[0] == sq->out[0] ? next : NULL;
+    }
+    if (!ch.n_layers) continue;
+    ms_lstm *keep = mg_arena_alloc(&c->a, sizeof *keep);
+    if (!keep) { c->failed = 1; return; }
+    *keep = ch;
+    for (int k = 0; k < ch.n_layers; k++) {
+      for (int j = 0; j < n_own[k]; j++) c->absorbed[own[k][j]->id] = 1;
+      c->absorbed[sqs[k]->id] = 1;
+      if (k) c->absorbed[ch.layer[k]->id] = 1;
+    }
+    c->lstm_at[l->id] = keep;
+  }
+}
+
+/* The nn.LSTM of chain ch, emitted at its first layer: the cell at the torch module
+ * path with the rule's constructor arguments (the weight arguments are the cell's
+ * parameters, the checkpoint's tensors) and num_layers, one call in construct. */
+static void emit_lstm(ms_ctx *c, const mg_node *n, const ms_lstm *ch) {
+  map_plan *p = map_node_plan(n, c->rs, &c->a);
+  const char *why = NULL;
+  if (!p) { c->failed = 1; return; }
+  cg_buf_printf(&c->body, "        # %s (%s)", n->name, n->op_type);
+  for (int k = 1; k < ch->n_layers; k++) cg_buf_printf(&c->body, ", %s", ch->layer[k]->name);
+  cg_buf_printf(&c->body, ": torch's %d-layer LSTM '%s' as one nn.LSTM\n", ch->n_layers, ch->path);
+  if (p->status != MAP_SUPPORTED || !p->rule || !rule_call(p->rule)) {
+    unsupported(c, n, p->detail ? p->detail : "no MindSpore rule");
+    return;
+  }
+  cg_buf args = {0};
+  for (int i = 0; i < p->n_args && !why; i++) {
+    const map_arg *a = &p->args[i];
+    if (a->value.kind == MV_TRANSFORM) continue; /* a parameter of the cell, not an argument */
+    const char *e = !strcmp(a->name, "num_layers") ? dupf(c, "%d", ch->n_layers) : value_expr(c, n, &a->value, &why);
+    if (!e) why = dupf(c, "argument '%s' (%s): %s", a->name, a->expr, why ? why : "out of memory");
+    else cg_buf_printf(&args, "%s%s=%s", args.len ? ", " : "", a->name, e);
+  }
+  const char *x = why ? NULL : tensor_expr(c, n->in[0], &why);
+  ms_cell *at = &c->root;
+  for (const char *q = ch->path; !why && *q && at;) {
+    size_t len = strcspn(q, ".");
+    at = child(c, at, q, len);
+    q += len + (q[len] == '.');
+  }
+  if (!why && at && (at->decl || at->kids)) why = "two layers at one module path";
+  if (why) {
+    cg_buf_free(&args);
+    unsupported(c, n, why);
+    return;
+  }
+  if (at) at->decl = dupf(c, "%s(%s)", rule_call(p->rule), args.s ? args.s : "");
+  cg_buf_free(&args);
+  cg_buf_printf(&c->body, "        %s, _ = %s(%s)\n", c->pyname[ch->y->id] ? c->pyname[ch->y->id] : "_",
+                access_path(c, ch->path), x);
+  c->r->n_cells++;
+  c->r->n_params += 4 * ch->n_layers;
+  c->r->n_nodes++;
+}
+
 /* One node: its statement in construct, and for a cell its leaf in the tree. */
 static void emit_node(ms_ctx *c, const mg_node *n) {
+  if (c->lstm_at && c->lstm_at[n->id]) {
+    emit_lstm(c, n, c->lstm_at[n->id]);
+    return;
+  }
+  if (c->absorbed && c->absorbed[n->id]) {
+    cg_buf_printf(&c->body, "        # %s (%s): part of an nn.LSTM above\n", n->name, n->op_type);
+    c->r->n_nodes++;
+    return;
+  }
   if (is_folded(n)) {
     c->r->n_folded++;
     return;
@@ -454,8 +721,7 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
  * the expression that stands for it. */
 static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
   if (k->decl) return k->decl;
-  int numeric = k->kids != NULL;
-  for (const ms_cell *x = k->kids; x; x = x->next) numeric &= is_number(x->name);
+  int numeric = all_numeric(k);
   const char *me = local_name(c, path);
   if (numeric) {
     /* an nn.CellList: children 0..max, gaps filled by cells with no parameter */
@@ -473,7 +739,11 @@ static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
     cg_buf_printf(&c->init, "        %s = nn.Cell(auto_prefix=True, flags=None)\n", me);
     for (const ms_cell *x = k->kids; x; x = x->next) {
       const char *e = build_cell(c, x, dupf(c, "%s.%s", path, x->name));
-      cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
+      if (is_number(x->name) && !x->param) /* a numbered child among named ones */
+        cg_buf_printf(&c->init,
+                      "        %s.insert_child_to_cell(\"%s\", %s)\n        %s.update_parameters_name(prefix=\"%s.\", "
+                      "recurse=True)\n", me, x->name, e, e, x->name);
+      else cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
     }
   }
   return me;
@@ -560,6 +830,7 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   for (int i = 0; i < g->n_nodes && !c.failed; i++)
     if (!reads_param(&c, g->nodes[i]) && cg_fold_node(m, g->nodes[i]) < 0) c.failed = 1;
   python_names(&c);
+  find_lstms(&c);
   for (int i = 0; i < g->n_nodes && !c.failed; i++) emit_node(&c, g->nodes[i]);
   /* the return first: a constant output is written inline and needs numpy */
   cg_buf ret = {0};
@@ -597,7 +868,11 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   cg_buf_printf(&net, "\n\nclass Net(nn.Cell):\n    def __init__(self):\n        super().__init__()\n");
   for (const ms_cell *k = c.root.kids; k && !c.failed; k = k->next) {
     const char *e = build_cell(&c, k, k->name);
-    cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);
+    if (is_number(k->name) && !k->param) /* the root of a torch Sequential */
+      cg_buf_printf(&c.init,
+                    "        self.insert_child_to_cell(\"%s\", %s)\n        %s.update_parameters_name(prefix=\"%s.\", "
+                    "recurse=True)\n", k->name, e, e, k->name);
+    else cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);
   }
   for (int k = 0; k < c.n_consts; k++)
     cg_buf_printf(&c.init, "        self.const%d = mindspore.Tensor(input_data=np.load(os.path.join(_HERE, \"constants\", "
