@@ -32,7 +32,10 @@ A="/usr/bin/python3 tests/fixtures/coverage_agreement.py $MIGC $work"
 check "zoo, both export styles" $A "${zoo[@]}"
 check "zoo, with --input-shape" $A --input-shape-from-model "${zoo[@]}"
 check "conformance models" $A "${conf[@]}"
-check "conformance models, with --input-shape" $A --input-shape-from-model "${conf[@]}"
+# --input-shape restates a conformance model's own static shapes: every fourth model
+# keeps that path checked at a quarter of the cost
+conf4=(); for i in "${!conf[@]}"; do [ $((i % 4)) -eq 0 ] && conf4+=("${conf[$i]}"); done
+check "conformance models (every fourth), with --input-shape" $A --input-shape-from-model "${conf4[@]}"
 # the check can fail: a count that is one off, for either target, is caught, and
 # so is a custom op coverage does not list (a model whose ops have no MindSpore rule)
 /usr/bin/python3 tests/fixtures/make_custom_models.py build/fixtures/custom || { echo "fixture failed"; exit 1; }
