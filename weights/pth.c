@@ -38,6 +38,8 @@
 #include <zip.h>
 
 #define PTH_MAX_PICKLE ((zip_uint64_t)1 << 30)
+/* Largest compressed storage entry inflated past 1024:1 (zip_bind). */
+#define PTH_INFLATE_MAX_PLAIN ((zip_uint64_t)256 << 20)
 
 /* Bytes a storage declares: numel * element size; -1 on overflow. */
 static int64_t declared_bytes(const pk_storage *st) {
@@ -63,6 +65,8 @@ typedef struct {
   uint64_t archive_len;      /* bounds what any entry may claim */
   unsigned char *compressed; /* per storage: 1 when the entry is compressed */
   unsigned char **loaded;    /* per storage: inflated bytes of compressed entries */
+  int inflated;              /* the one storage loaded[] holds; -1 none (so memory stays
+                              * near one storage, not the archive's inflated total) */
   int cap;
   int cur;                   /* storage whose entry zf has open; -1 none */
   zip_file_t *zf;
@@ -195,7 +199,8 @@ static int zip_load_whole(const wt_source *s, pth_zip *z, int i, mg_diags *d) {
 }
 
 /* read_storage for zip sources. Not safe for concurrent reads (it caches).
- *  - compressed entries are inflated whole on first access and kept;
+ *  - a compressed entry is inflated whole on first access and kept until another
+ *    one is inflated;
  *  - large reads (contiguous tensors, chunks of them) seek and read directly;
  *  - small reads (a strided tensor is read one run at a time) go through a
  *    window, whose size adapts: it grows while reads use most of it and
@@ -209,6 +214,11 @@ static int zip_read_storage(const wt_source *s, int i, size_t off, size_t len, v
   const wt_storage *st = &s->storages[i];
   if (z->compressed[i]) {
     if (!z->loaded[i]) {
+      if (z->inflated >= 0) { /* a zip bomb's storages are inflated one at a time */
+        mg_free(z->loaded[z->inflated]);
+        z->loaded[z->inflated] = NULL;
+        z->inflated = -1;
+      }
       unsigned char *buf = mg_malloc(st->nbytes ? st->nbytes : 1);
       if (!buf) {
         mg_error(d, OOM, NULL, NULL, "out of memory inflating a %zu-byte storage", st->nbytes);
@@ -228,6 +238,7 @@ static int zip_read_storage(const wt_source *s, int i, size_t off, size_t len, v
         return -1;
       }
       z->loaded[i] = buf;
+      z->inflated = i;
     }
     memcpy(dst, z->loaded[i] + off, len);
     return 0;
@@ -481,6 +492,16 @@ static int zip_bind(pth_collect_ctx *cl, pk_storage *st, const char *tensor) {
     return -1;
   }
   int comp = (zs.valid & ZIP_STAT_COMP_METHOD) && zs.comp_method != ZIP_CM_STORE;
+  /* Deflate gives at most about 1032:1; a large entry beyond 1024:1 is a bomb (or
+   * bzip2/xz of zeros), and it would be held inflated in memory. torch.save never
+   * compresses: such an archive was made by hand. */
+  if (comp && (zs.valid & ZIP_STAT_COMP_SIZE) && zs.size > PTH_INFLATE_MAX_PLAIN &&
+      zs.size / 1024 > zs.comp_size) {
+    mg_error(cl->d, LIMIT, tensor, NULL, "storage entry '%s' inflates %llu bytes to %llu (over 1024:1, more than "
+             "256 MiB): refused as a zip bomb; an archive torch.save wrote stores its entries uncompressed", name,
+             (unsigned long long)zs.comp_size, (unsigned long long)zs.size);
+    return -1;
+  }
   if (cl->s->n_storages >= z->cap) {
     int cap = z->cap ? z->cap * 2 : 64;
     unsigned char *c = mg_realloc(z->compressed, (size_t)cap);
@@ -566,6 +587,7 @@ static int zip_build(zip_t *za, const unsigned char *map, size_t len, int mapped
   z->win_storage = -1;
   z->miss_storage = -1;
   z->whole_storage = -1;
+  z->inflated = -1;
   z->win_size = WIN_MAX / 4;
   wt_source *s = wt_source_new(path);
   pk_ctx *c = pk_new();

@@ -10,6 +10,7 @@
 #   Deep nesting: graphs in attributes and types in types, 20000 deep.
 #   Shapes of 2^120 elements: declared, from Reshape, from Expand.
 #   Output out of proportion: stride-0 views of 1 GiB and 4 TiB in tiny .pth files.
+#   Zip bombs: many storages (inflated one at a time) and one past 1024:1.
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
@@ -179,6 +180,31 @@ if "$MIGC" weights "$work/view_4m.pth" -o "$work/view_4m.ckpt" > "$work/view_4m.
    grep -q "view_4m.pth: warning.*'w': an expanded view: 1048576 elements over 1 stored" "$work/view_4m.log"; then
   ok "a 4 MB expanded view converts, reported as one"
 else bad "view_4m: $(tail -2 "$work/view_4m.log")"; fi
+
+# --- zip bombs: five deflated storages of 64 MiB of zeros (a 320 KB .pth), inflated one
+# at a time; and one storage of 320 MiB deflated past 1024:1
+/usr/bin/python3 - "$work" <<'PY' || { echo "fixture failed"; exit 1; }
+import os, sys, torch, zipfile
+d = sys.argv[1]
+for name, sd in (("bomb5", {"w%d" % i: torch.zeros(16 << 20) for i in range(5)}),
+                 ("bomb1", {"w": torch.zeros(80 << 20)})):
+    plain = "%s/%s_stored.pth" % (d, name)
+    torch.save(sd, plain)
+    with zipfile.ZipFile(plain) as zin, zipfile.ZipFile("%s/%s.pth" % (d, name), "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            zout.writestr(item.filename, zin.read(item.filename))
+    os.remove(plain)
+PY
+expect_refused "zip bomb: 320 MiB from 320 KB, past the output limit" "bomb5.pth" "over the .*-byte limit" \
+  "$MIGC" weights "$work/bomb5.pth" -o "$work/outputs/bomb5.ckpt"
+# (ASan's quarantine would keep the freed storages: off for this RSS check)
+if ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0 /usr/bin/time -f %M -o "$work/bomb5.rss" "$MIGC" weights "$work/bomb5.pth" -o "$work/bomb5.ckpt" \
+     --max-output-bytes 1G > "$work/bomb5.log" 2>&1 && [ "$(tail -1 "$work/bomb5.rss")" -lt 200000 ]; then
+  ok "zip bomb with the limit raised: written with one storage inflated at a time ($(tail -1 "$work/bomb5.rss") KiB RSS)"
+else bad "zip bomb with the limit raised: $(tail -1 "$work/bomb5.log"), $(tail -1 "$work/bomb5.rss") KiB RSS"; fi
+rm -f "$work/bomb5.ckpt"
+expect_refused "zip bomb: one storage past 1024:1" "bomb1.pth" "refused as a zip bomb" \
+  "$MIGC" weights "$work/bomb1.pth" -o "$work/outputs/bomb1.ckpt" --max-output-bytes 1G
 
 # --- the smaller ones: an opset from the future, a Concat with no axis, and files of
 # another format, which are named as what they are
