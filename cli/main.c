@@ -1,5 +1,6 @@
 /* migc: model migration compiler. */
 #include "cli.h"
+#include "tmpfiles.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@ int cli_wants_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  mg_tmp_install_signal_cleanup(); /* an interrupted run leaves no temporary file */
   if (argc < 2) {
     usage(stderr);
     return EXIT_BAD_INPUT;

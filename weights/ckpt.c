@@ -34,6 +34,7 @@
 #endif
 #include "ckpt_internal.h"
 #include "source_internal.h"
+#include "tmpfiles.h"
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -183,6 +184,7 @@ int wt_ckpt_begin(const char *path, int force, int crc, wt_ckpt_writer **out, mg
   /* ".NAME.tmp-PID-N" next to NAME: same directory, so the rename is atomic. */
   const char *slash = strrchr(path, '/');
   int dir_len = slash ? (int)(slash - path + 1) : 0;
+  mg_tmp_sweep(path); /* what a killed run left for this output */
   for (int attempt = 0; w->fd < 0; attempt++) {
     snprintf(w->tmp, n + 64, "%.*s.%s.tmp-%ld-%u", dir_len, path, path + dir_len, (long)getpid(),
              tmp_counter++);
@@ -195,6 +197,7 @@ int wt_ckpt_begin(const char *path, int force, int crc, wt_ckpt_writer **out, mg
       goto fail_early;
     }
   }
+  mg_tmp_register(w->tmp); /* best effort: a full table leaves it to abort and the sweep */
   d->file = saved;
   *out = w;
   return 0;
@@ -433,6 +436,7 @@ static int install(wt_ckpt_writer *w) {
   if (!w->force) {
     if (link(w->tmp, w->path) == 0) {
       unlink(w->tmp); /* the output is in place; a stray temporary is harmless */
+      mg_tmp_unregister(w->tmp);
       return 0;
     }
     struct stat st;
@@ -445,6 +449,7 @@ static int install(wt_ckpt_writer *w) {
     mg_error(w->d, IO, NULL, NULL, "cannot rename %s into place: %s", w->tmp, strerror(errno));
     return -1;
   }
+  mg_tmp_unregister(w->tmp);
   return 0;
 }
 
@@ -508,7 +513,10 @@ done:
 void wt_ckpt_abort(wt_ckpt_writer *w) {
   if (!w) return;
   if (w->fd >= 0) close(w->fd);
-  if (w->tmp) unlink(w->tmp);
+  if (w->tmp) {
+    unlink(w->tmp);
+    mg_tmp_unregister(w->tmp);
+  }
   mg_free(w->tmp);
   mg_free(w->path);
   mg_free(w->buf);

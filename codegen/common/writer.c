@@ -2,6 +2,7 @@
  * and is renamed into place, so a failed conversion never leaves a half-written
  * file under a final name. */
 #include "writer.h"
+#include "tmpfiles.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,8 +21,13 @@ int cg_mkdirs(const char *path) {
 }
 
 FILE *cg_file_open(const char *dir, const char *name, char *tmp, size_t n) {
-  snprintf(tmp, n, "%s/.%s.tmp%ld", dir, name, (long)getpid());
-  return fopen(tmp, "wb");
+  snprintf(tmp, n, "%s/.%s.tmp-%ld-0", dir, name, (long)getpid());
+  char final[4096];
+  snprintf(final, sizeof final, "%s/%s", dir, name);
+  mg_tmp_sweep(final);
+  FILE *f = fopen(tmp, "wb");
+  if (f) mg_tmp_register(tmp);
+  return f;
 }
 
 int cg_file_commit(mg_diags *d, FILE *f, const char *tmp, const char *dir, const char *name) {
@@ -31,9 +37,11 @@ int cg_file_commit(mg_diags *d, FILE *f, const char *tmp, const char *dir, const
   bad |= fclose(f) != 0;
   if (bad || rename(tmp, final)) {
     remove(tmp);
+    mg_tmp_unregister(tmp);
     mg_error(d, IO, final, NULL, "cannot write %s: %s", final, strerror(errno ? errno : EIO));
     return -1;
   }
+  mg_tmp_unregister(tmp);
   return 0;
 }
 
@@ -64,6 +72,7 @@ int cg_copy_stream(mg_diags *d, FILE *in, const char *src, const char *dir, cons
   if (bad) {
     fclose(f);
     remove(tmp);
+    mg_tmp_unregister(tmp);
     mg_error(d, IO, src, NULL, "error reading %s", src);
     return -1;
   }

@@ -6,7 +6,10 @@
 
 /* Creates path and its parents; 0, or -1 with errno set. */
 int cg_mkdirs(const char *path);
-/* Opens dir/name's temporary twin for writing; tmp (n bytes) receives its path. */
+/* Opens dir/name's temporary twin ".NAME.tmp-PID-0" for writing, registered for
+ * removal on a signal (tmpfiles.h) after sweeping what a killed run left; tmp (n
+ * bytes) receives its path. A caller that gives up on f removes tmp and calls
+ * mg_tmp_unregister(tmp). */
 FILE *cg_file_open(const char *dir, const char *name, char *tmp, size_t n);
 /* Closes f and renames tmp to dir/name; on any write error removes tmp, records an
  * io diagnostic and returns -1. */

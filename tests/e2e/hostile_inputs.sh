@@ -11,6 +11,7 @@
 #   Shapes of 2^120 elements: declared, from Reshape, from Expand.
 #   Output out of proportion: stride-0 views of 1 GiB and 4 TiB in tiny .pth files.
 #   Zip bombs: many storages (inflated one at a time) and one past 1024:1.
+#   Signals: SIGTERM and SIGKILL during a 1 GiB checkpoint, and the run after.
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
@@ -205,6 +206,32 @@ else bad "zip bomb with the limit raised: $(tail -1 "$work/bomb5.log"), $(tail -
 rm -f "$work/bomb5.ckpt"
 expect_refused "zip bomb: one storage past 1024:1" "bomb1.pth" "refused as a zip bomb" \
   "$MIGC" weights "$work/bomb1.pth" -o "$work/outputs/bomb1.ckpt" --max-output-bytes 1G
+
+# --- signals: a 1 GiB `migc weights` killed with SIGTERM, then with SIGKILL, as soon
+# as its temporary file appears: the final name stays absent, SIGTERM leaves no
+# temporary, and the next run sweeps SIGKILL's and succeeds
+/usr/bin/python3 -c "import sys, torch; torch.save({'w': torch.ones(256 << 20)}, sys.argv[1])" "$work/big.pth" ||
+  { echo "fixture failed"; exit 1; }
+killed_run() { # SIGNAL: starts the conversion, signals it once its temporary exists; prints the exit status
+  "$MIGC" weights "$work/big.pth" -o "$work/sig/big.ckpt" --max-output-bytes 2G > /dev/null 2>&1 &
+  local pid=$! i
+  for i in $(seq 500); do compgen -G "$work/sig/.big.ckpt.tmp-*" > /dev/null && break; sleep 0.01; done
+  kill -"$1" $pid; wait $pid; echo $?
+}
+mkdir -p "$work/sig"
+st=$(killed_run TERM)
+if [ "$st" = 143 ] && [ ! -e "$work/sig/big.ckpt" ] && ! compgen -G "$work/sig/.big.ckpt.tmp-*" > /dev/null; then
+  ok "SIGTERM during a 1 GiB checkpoint: died of the signal, no final file, no temporary left"
+else bad "SIGTERM: exit $st; left: $(ls -A "$work/sig")"; fi
+st=$(killed_run KILL)
+left=$(compgen -G "$work/sig/.big.ckpt.tmp-*" | wc -l)
+if [ "$st" = 137 ] && [ ! -e "$work/sig/big.ckpt" ]; then ok "SIGKILL: no final file ($left temporary left, as SIGKILL must)"
+else bad "SIGKILL: exit $st; left: $(ls -A "$work/sig")"; fi
+if "$MIGC" weights "$work/big.pth" -o "$work/sig/big.ckpt" --max-output-bytes 2G > "$work/sig.log" 2>&1 &&
+   [ -s "$work/sig/big.ckpt" ] && [ "$(ls -A "$work/sig")" = big.ckpt ]; then
+  ok "the next run succeeds and sweeps the killed run's temporary"
+else bad "the run after the kills: $(tail -1 "$work/sig.log"); left: $(ls -A "$work/sig")"; fi
+rm -rf "$work/sig" "$work/big.pth"
 
 # --- the smaller ones: an opset from the future, a Concat with no axis, and files of
 # another format, which are named as what they are
