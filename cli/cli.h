@@ -31,6 +31,10 @@ int cli_coverage_rules(struct rule_set **rs, mg_diags *d);
 int cli_coverage_write(void *models, int n, const int *on, const char *format, const char *out);
 /* True if argv has -h/--help. */
 int cli_wants_help(int argc, char **argv);
+/* The first of inputs[0..n) (NULL entries skipped) that is the same file as `out`
+ * (same device and inode, so another spelling or a link of the same file counts),
+ * or NULL when out is none of them or does not exist. */
+const char *cli_input_named(const char *out, const char *const *inputs, int n);
 /* A byte count: digits with an optional K, M, G or T (powers of 1024); 0 with *out
  * set, or -1 for anything else (empty, zero, negative, a fraction, trailing text). */
 int cli_parse_bytes(const char *s, double *out);

@@ -428,6 +428,12 @@ int cmd_coverage(int argc, char **argv) {
     help(stderr);
     return EXIT_BAD_INPUT;
   }
+  const char *clash = cli_input_named(out, models, n_models);
+  if (!clash) clash = cli_input_named(out, user_rules, n_rules);
+  if (clash) {
+    fprintf(stderr, "migc coverage: -o %s is the input %s; refusing to write the report over it\n", out, clash);
+    return EXIT_BAD_INPUT;
+  }
   mg_diags d;
   mg_diags_init(&d);
   int rc = EXIT_OK;

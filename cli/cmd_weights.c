@@ -39,7 +39,7 @@ static void help(FILE *f) {
           "  --max-output-bytes N refuse a checkpoint larger than N bytes (K, M, G, T\n"
           "                       suffixes; default 64x the source, at least 256M, at\n"
           "                       most 64G: a small file of stride-0 views expands)\n"
-          "  --force              replace an existing OUT.ckpt\n");
+          "  --force              replace an existing OUT.ckpt (and MAP.json)\n");
 }
 
 int cmd_weights(int argc, char **argv) {
@@ -88,6 +88,14 @@ int cmd_weights(int argc, char **argv) {
   }
   if (!src || !out) {
     help(stderr);
+    return EXIT_BAD_INPUT;
+  }
+  const char *inputs[] = {src, graph, user_rules, out};
+  const char *clash = map_out && out && !strcmp(map_out, out) ? out : cli_input_named(map_out, inputs, 4);
+  if (clash || (map_out && !force && !access(map_out, F_OK))) {
+    if (clash) fprintf(stderr, "migc weights: --map-out %s is %s; refusing to overwrite it\n", map_out,
+                       clash == out ? "the checkpoint's own path" : clash);
+    else fprintf(stderr, "migc weights: --map-out %s exists; --force replaces it\n", map_out);
     return EXIT_BAD_INPUT;
   }
   char rs[PATH_MAX], ro[PATH_MAX];

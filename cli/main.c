@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct {
   const char *name;
@@ -43,6 +44,14 @@ void cli_report(const mg_diags *d) {
     fprintf(stderr, "%s\n", line);
   }
   if (d->dropped) fprintf(stderr, "(%zu more diagnostics not shown)\n", d->dropped);
+}
+
+const char *cli_input_named(const char *out, const char *const *inputs, int n) {
+  struct stat o, in;
+  if (!out || stat(out, &o)) return NULL;
+  for (int i = 0; i < n; i++)
+    if (inputs[i] && !stat(inputs[i], &in) && in.st_dev == o.st_dev && in.st_ino == o.st_ino) return inputs[i];
+  return NULL;
 }
 
 int cli_parse_bytes(const char *s, double *out) {

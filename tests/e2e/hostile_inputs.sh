@@ -12,6 +12,8 @@
 #   Output out of proportion: stride-0 views of 1 GiB and 4 TiB in tiny .pth files.
 #   Zip bombs: many storages (inflated one at a time) and one past 1024:1.
 #   Signals: SIGTERM and SIGKILL during a 1 GiB checkpoint, and the run after.
+#   Files lost: --map-out over the .pth, the checkpoint or an existing file, and
+#        coverage -o over the model.
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
@@ -232,6 +234,30 @@ if "$MIGC" weights "$work/big.pth" -o "$work/sig/big.ckpt" --max-output-bytes 2G
   ok "the next run succeeds and sweeps the killed run's temporary"
 else bad "the run after the kills: $(tail -1 "$work/sig.log"); left: $(ls -A "$work/sig")"; fi
 rm -rf "$work/sig" "$work/big.pth"
+
+# --- outputs that would replace a file: --map-out naming the source .pth, the
+# checkpoint's own path or an existing file, and coverage -o naming the model;
+# each is refused (exit 2) and the file keeps its bytes
+mkdir -p "$work/lost"
+cp samples/tiny_cnn.pth samples/tiny_cnn.onnx "$work/lost/" && echo '{"kept": 1}' > "$work/lost/old.json"
+sums() { sha256sum "$work/lost/tiny_cnn.pth" "$work/lost/tiny_cnn.onnx" "$work/lost/old.json"; }
+before=$(sums)
+refused_plain() { # NAME PATTERN CMD...: exit 2 with PATTERN on stderr
+  local name=$1 pat=$2; shift 2
+  timeout 10 "$@" > "$work/lost.out" 2> "$work/lost.err"; local rc=$?
+  if [ $rc -eq 2 ] && grep -q "$pat" "$work/lost.err"; then ok "$name (exit 2)"
+  else bad "$name: exit $rc: $(head -2 "$work/lost.err")"; fi
+}
+refused_plain "--map-out naming the source .pth" "refusing to overwrite" \
+  "$MIGC" weights "$work/lost/tiny_cnn.pth" -o "$work/lost/a.ckpt" --map-out "$work/lost/tiny_cnn.pth"
+refused_plain "--map-out naming the checkpoint being written" "the checkpoint's own path" \
+  "$MIGC" weights "$work/lost/tiny_cnn.pth" -o "$work/lost/b.ckpt" --map-out "$work/lost/b.ckpt"
+refused_plain "--map-out naming an existing file without --force" "exists; --force replaces it" \
+  "$MIGC" weights "$work/lost/tiny_cnn.pth" -o "$work/lost/c.ckpt" --map-out "$work/lost/old.json"
+refused_plain "coverage -o naming the model" "refusing to write the report over it" \
+  "$MIGC" coverage "$work/lost/tiny_cnn.onnx" -o "$work/lost/../lost/tiny_cnn.onnx"
+[ "$(sums)" = "$before" ] && ok "the .pth, the model and the existing map keep their bytes" ||
+  bad "a refused output changed an input: $(sums)"
 
 # --- the smaller ones: an opset from the future, a Concat with no axis, and files of
 # another format, which are named as what they are

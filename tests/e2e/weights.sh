@@ -71,7 +71,7 @@ done
 for model in resnet18 mobilenet_v2; do
   case ",$MODELS," in *",$model,"*) ;; *) continue ;; esac
   v=$work/$model
-  rm -f "$v/bound.ckpt"
+  rm -f "$v/bound.ckpt" "$v/map.json"
   line=$("$MIGC" weights "$v/${model}_zip.pth" --graph "$tv/${model}_op17_default.onnx" -o "$v/bound.ckpt" \
     --map-out "$v/map.json" 2>"$v/err" | grep '^binding:')
   total=$(jq '[.initializers[] | select(.binding != "constant")] | length' "$v/map.json" 2>/dev/null || echo 0)
