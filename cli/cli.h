@@ -21,6 +21,14 @@ void cli_report(const mg_diags *d);
 /* The file name (without .npy) an output named `in` is written to by `migc run`
  * and by generated runners: '/', '\\', ':' and control characters become '_'. */
 void cli_safe_name(const char *in, char *out, size_t n);
+/* The .npy file (name and extension) output i of names[0..n) is written to, by
+ * `migc run` and by generated runners alike: cli_safe_name's, unless an earlier
+ * output's safe name is the same ("a/b" and "a_b"), then "NAME-i.npy", i its
+ * position among the outputs. */
+void cli_output_file(const char *const *names, int n, int i, char *out, size_t size);
+/* Whether two of names[0..n) have the same safe name: the writers then also write
+ * output_names.json, which maps each output's name to its file. */
+int cli_output_files_collide(const char *const *names, int n);
 /* migc coverage's pieces, which convert uses on its one model: the built-in rule
  * sets by target (rs[MAP_TARGET_CPU] stays NULL; 0, or -1 with a diagnostic), and
  * the report of n analysed models in format md/json/html, written atomically to

@@ -3,12 +3,14 @@
 #include "interp.h"
 #include "onnx_import.h"
 #include "passes.h"
+#include <jansson.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void help(FILE *f) {
   fprintf(f,
@@ -88,10 +90,32 @@ int cmd_run(int argc, char **argv) {
     rc = EXIT_BAD_INPUT;
     goto done;
   }
-  for (int i = 0; i < m->graph->n_outputs; i++) {
-    char name[512], path[PATH_MAX], real_out[PATH_MAX], real_in[PATH_MAX];
-    cli_safe_name(m->graph->outputs[i]->name, name, sizeof name);
-    snprintf(path, sizeof path, "%s/%s.npy", outdir, name);
+  const int n_out = m->graph->n_outputs;
+  const char **out_names = calloc((size_t)n_out + 1, sizeof *out_names);
+  if (!out_names) {
+    rc = EXIT_INTERNAL;
+    goto done;
+  }
+  for (int i = 0; i < n_out; i++) out_names[i] = m->graph->outputs[i]->name;
+  if (cli_output_files_collide(out_names, n_out)) { /* say which file holds which output */
+    json_t *map = json_object();
+    char file[600], path[PATH_MAX], tmp[PATH_MAX + 32];
+    for (int i = 0; i < n_out; i++) {
+      cli_output_file(out_names, n_out, i, file, sizeof file);
+      json_object_set_new(map, out_names[i], json_string(file));
+    }
+    snprintf(path, sizeof path, "%s/output_names.json", outdir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (!map || json_dump_file(map, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) || rename(tmp, path)) {
+      fprintf(stderr, "migc run: cannot write %s\n", path);
+      rc = EXIT_BAD_INPUT;
+    }
+    json_decref(map);
+  }
+  for (int i = 0; i < n_out; i++) {
+    char name[600], path[PATH_MAX], real_out[PATH_MAX], real_in[PATH_MAX];
+    cli_output_file(out_names, n_out, i, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
     int clash = 0;
     for (int k = 0; k < n_in; k++)
       if (realpath(in_paths[k], real_in) && realpath(path, real_out) && !strcmp(real_in, real_out)) clash = 1;
@@ -108,6 +132,7 @@ int cmd_run(int argc, char **argv) {
     for (int k = 0; k < outs[i].rank; k++) printf("%s%lld", k ? "x" : " ", (long long)outs[i].dims[k]);
     printf("\n");
   }
+  free(out_names);
 done:
   cli_report(&d);
   for (int i = 0; i < loaded; i++) mg_array_free(&inputs[i]);

@@ -500,8 +500,8 @@ static void run_one(conf_ctx *cc, conf_c *q, c_test *t) {
     }
     for (int k = 0; k < t->n_exps[s] && k < t->n_out && r == R_PASS; k++) {
       char fname[1024], path[5500];
-      cli_safe_name(t->out_names[k], fname, sizeof fname);
-      snprintf(path, sizeof path, "%s/%s.npy", dir, fname);
+      cli_output_file((const char *const *)t->out_names, t->n_out, k, fname, sizeof fname);
+      snprintf(path, sizeof path, "%s/%s", dir, fname);
       mg_array got;
       mg_diags d;
       mg_diags_init(&d);

@@ -106,3 +106,31 @@ void cli_safe_name(const char *in, char *out, size_t n) {
   out[k] = 0;
   if (!strcmp(out, ".") || !strcmp(out, "..") || !k) snprintf(out, n, "output");
 }
+
+void cli_output_file(const char *const *names, int n, int i, char *out, size_t size) {
+  char mine[512], other[512];
+  if (i < 0 || i >= n) { /* not one of them: a name no output has */
+    snprintf(out, size, "output-%d.npy", i);
+    return;
+  }
+  cli_safe_name(names[i], mine, sizeof mine);
+  for (int j = 0; j < i; j++) {
+    cli_safe_name(names[j], other, sizeof other);
+    if (!strcmp(mine, other)) {
+      snprintf(out, size, "%s-%d.npy", mine, i);
+      return;
+    }
+  }
+  snprintf(out, size, "%s.npy", mine);
+}
+
+int cli_output_files_collide(const char *const *names, int n) {
+  char a[512], b[512];
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++) {
+      cli_safe_name(names[i], a, sizeof a);
+      cli_safe_name(names[j], b, sizeof b);
+      if (!strcmp(a, b)) return 1;
+    }
+  return 0;
+}

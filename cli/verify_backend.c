@@ -131,13 +131,19 @@ int verify_c_forward(vctx *v) {
   mg_graph *g = v->m->graph;
   v->outs = calloc((size_t)g->n_outputs + 1, sizeof *v->outs);
   if (!v->outs) return -1;
+  const char **names = calloc((size_t)g->n_outputs + 1, sizeof *names);
+  if (!names) return -1;
+  for (int i = 0; i < g->n_outputs; i++) names[i] = g->outputs[i]->name;
   for (int i = 0; i < g->n_outputs; i++) {
-    char safe[520], path[PATH_MAX];
-    cli_safe_name(g->outputs[i]->name, safe, sizeof safe - 4);
-    strcat(safe, ".npy");
+    char safe[600], path[PATH_MAX];
+    cli_output_file(names, g->n_outputs, i, safe, sizeof safe);
     path_join(path, sizeof path, outdir, safe);
-    if (npy_read_file(path, &v->outs[i], &v->d)) return -1;
+    if (npy_read_file(path, &v->outs[i], &v->d)) {
+      free(names);
+      return -1;
+    }
   }
+  free(names);
   return 0;
 }
 

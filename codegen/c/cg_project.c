@@ -88,6 +88,23 @@ static void emit_hash(void *ctx, const unsigned char *p, size_t n) {
 
 static void for_payload(cg_ctx *c, void (*emit)(void *ctx, const unsigned char *p, size_t n), void *ctx);
 
+/* The C parameter of graph input (out = 0) or output (out = 1) i of g: cg_ident of
+ * its name, then "_i" when an earlier one of the same kind has the same identifier
+ * ("a/b" and "a_b" both read a_b), so the prototype never names a parameter twice. */
+static void io_ident(const mg_graph *g, int out, int i, char *id, size_t n) {
+  mg_value *const *v = out ? g->outputs : g->inputs;
+  char other[96];
+  cg_ident(v[i]->name, id, n);
+  for (int j = 0; j < i; j++) {
+    cg_ident(v[j]->name, other, sizeof other);
+    if (!strcmp(id, other)) {
+      size_t len = strlen(id);
+      snprintf(id + len, n - len, "_%d", i);
+      return;
+    }
+  }
+}
+
 /* Checksum of the weights payload, as the generated model_init recomputes it. */
 static uint64_t weights_hash(cg_ctx *c) {
   hash_ctx x = {.h = 0xcbf29ce484222325ull};
@@ -170,12 +187,12 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf_printf(&h, "int %s_run(%s_t *m", p, p);
   for (int i = 0; i < g->n_inputs; i++) {
     char id[96], ty[64];
-    cg_ident(g->inputs[i]->name, id, sizeof id);
+    io_ident(g, 0, i, id, sizeof id);
     cg_buf_printf(&h, ", %s *in_%s", const_ptr_type(g->inputs[i]->dtype, ty, sizeof ty), id);
   }
   for (int i = 0; i < g->n_outputs; i++) {
     char id[96];
-    cg_ident(g->outputs[i]->name, id, sizeof id);
+    io_ident(g, 1, i, id, sizeof id);
     cg_buf_printf(&h, ", %s *out_%s", cg_ctype(g->outputs[i]->dtype) ? cg_ctype(g->outputs[i]->dtype) : "void", id);
   }
   cg_buf_printf(&h, ");\n/* Names, dtypes and shapes of the inputs and outputs, and the generic entry\n"
@@ -297,24 +314,24 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf_printf(&b, "int %s_run(%s_t *m", p, p);
   for (int i = 0; i < g->n_inputs; i++) {
     char id[96], ty[64];
-    cg_ident(g->inputs[i]->name, id, sizeof id);
+    io_ident(g, 0, i, id, sizeof id);
     cg_buf_printf(&b, ", %s *in_%s", const_ptr_type(g->inputs[i]->dtype, ty, sizeof ty), id);
   }
   for (int i = 0; i < g->n_outputs; i++) {
     char id[96];
-    cg_ident(g->outputs[i]->name, id, sizeof id);
+    io_ident(g, 1, i, id, sizeof id);
     cg_buf_printf(&b, ", %s *out_%s", cg_ctype(g->outputs[i]->dtype) ? cg_ctype(g->outputs[i]->dtype) : "void", id);
   }
   cg_buf_printf(&b, ") {\n  const void *in[%d];\n  void *out[%d];\n", g->n_inputs ? g->n_inputs : 1, g->n_outputs ? g->n_outputs : 1);
   if (!g->n_inputs) cg_buf_printf(&b, "  in[0] = 0;\n");
   for (int i = 0; i < g->n_inputs; i++) {
     char id[96];
-    cg_ident(g->inputs[i]->name, id, sizeof id);
+    io_ident(g, 0, i, id, sizeof id);
     cg_buf_printf(&b, "  in[%d] = in_%s;\n", i, id);
   }
   for (int i = 0; i < g->n_outputs; i++) {
     char id[96];
-    cg_ident(g->outputs[i]->name, id, sizeof id);
+    io_ident(g, 1, i, id, sizeof id);
     cg_buf_printf(&b, "  out[%d] = out_%s;\n", i, id);
   }
   cg_buf_printf(&b, "  return %s_run_v(m, in, out);\n}\n\n", p);

@@ -12,8 +12,8 @@
 #   Output out of proportion: stride-0 views of 1 GiB and 4 TiB in tiny .pth files.
 #   Zip bombs: many storages (inflated one at a time) and one past 1024:1.
 #   Signals: SIGTERM and SIGKILL during a 1 GiB checkpoint, and the run after.
-#   Files lost: --map-out over the .pth, the checkpoint or an existing file, and
-#        coverage -o over the model.
+#   Files lost: --map-out over the .pth, the checkpoint or an existing file,
+#        coverage -o over the model, outputs "a/b" and "a_b" in run and the runner.
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
@@ -258,6 +258,36 @@ refused_plain "coverage -o naming the model" "refusing to write the report over 
   "$MIGC" coverage "$work/lost/tiny_cnn.onnx" -o "$work/lost/../lost/tiny_cnn.onnx"
 [ "$(sums)" = "$before" ] && ok "the .pth, the model and the existing map keep their bytes" ||
   bad "a refused output changed an input: $(sums)"
+# two graph outputs whose safe names collide ("a/b" and "a_b"): run and the runner
+# write both, to distinct files, and output_names.json says which is which
+/usr/bin/python3 - "$work/lost" <<'PY' || { echo "fixture failed"; exit 1; }
+import sys, numpy as np, onnx
+from onnx import TensorProto as T, helper
+d = sys.argv[1]
+f = lambda n: helper.make_tensor_value_info(n, T.FLOAT, [3])
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["a/b"], name="r"), helper.make_node("Neg", ["x"], ["a_b"], name="n")],
+                      "g", [f("x")], [f("a/b"), f("a_b")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), d + "/twins.onnx")
+np.save(d + "/x.npy", np.array([-1, 2, -3], np.float32))
+PY
+twins_ok() { # DIR: both outputs there, with their own values, and the map naming them
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys, numpy as np
+d = sys.argv[1]
+names = json.load(open(d + "/output_names.json"))
+assert names == {"a/b": "a_b.npy", "a_b": "a_b-1.npy"}, names
+assert np.load(d + "/" + names["a/b"]).tolist() == [0, 2, 0]
+assert np.load(d + "/" + names["a_b"]).tolist() == [1, -2, 3]
+PY
+}
+if "$MIGC" run "$work/lost/twins.onnx" --input x="$work/lost/x.npy" --output-dir "$work/lost/run" > /dev/null 2>&1 &&
+   twins_ok "$work/lost/run"; then ok "run: outputs a/b and a_b go to distinct files, output_names.json maps them"
+else bad "run: colliding output names: $(ls "$work/lost/run" 2>&1)"; fi
+if "$MIGC" convert "$work/lost/twins.onnx" --cpu-only -o "$work/lost/conv" > /dev/null 2>&1 &&
+   make -s -C "$work/lost/conv/cpu" > /dev/null 2>&1 &&
+   "$work/lost/conv/cpu/runner" --input x="$work/lost/x.npy" --output-dir "$work/lost/crun" > /dev/null 2>&1 &&
+   twins_ok "$work/lost/crun"; then ok "the generated runner does the same"
+else bad "runner: colliding output names: $(ls "$work/lost/crun" 2>&1)"; fi
 
 # --- the smaller ones: an opset from the future, a Concat with no axis, and files of
 # another format, which are named as what they are

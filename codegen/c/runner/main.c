@@ -257,9 +257,57 @@ static void safe_name(const char *in, char *out, size_t n) {
   if (!k || !strcmp(out, ".") || !strcmp(out, "..")) sprintf(out, "output");
 }
 
-/* Writes D/<name>.npy for data of io's dtype in dims (io->rank of them; io's
- * own shape when NULL). Strings are written as '<U<n>', n the longest. */
-static int write_npy(const char *dir, const mg_rt_io *io, const void *data, const int64_t *dims) {
+/* The file name (without .npy) of output i of md, as migc run names it
+ * (cli_output_file): safe_name's, or "NAME-i" when an earlier output's safe name
+ * is the same, so no output overwrites another. */
+static void output_file(const mg_rt_model *md, int i, char *out, size_t n) {
+  char other[512];
+  int j;
+  safe_name(md->outputs[i].name, out, n);
+  for (j = 0; j < i; j++) {
+    safe_name(md->outputs[j].name, other, sizeof other);
+    if (!strcmp(out, other)) {
+      sprintf(out + strlen(out), "-%d", i);
+      return;
+    }
+  }
+}
+
+/* Writes D/output_names.json, each output's name to its file, when two outputs'
+ * safe names are the same (output_file then told them apart). 0, or -1. */
+static int write_output_names(const char *dir, const mg_rt_model *md) {
+  char a[520], b[520], path[4096];
+  int i, j, clash = 0;
+  FILE *f;
+  for (i = 0; i < md->n_outputs && !clash; i++)
+    for (j = 0; j < i && !clash; j++) {
+      safe_name(md->outputs[i].name, a, sizeof a);
+      safe_name(md->outputs[j].name, b, sizeof b);
+      clash = !strcmp(a, b);
+    }
+  if (!clash) return 0;
+  sprintf(path, "%.4000s/output_names.json", dir);
+  if (!(f = fopen(path, "w"))) return -1;
+  fputs("{", f);
+  for (i = 0; i < md->n_outputs; i++) {
+    const unsigned char *q = (const unsigned char *)md->outputs[i].name;
+    fputs(i ? ",\n  \"" : "\n  \"", f);
+    for (; *q; q++) /* JSON string escapes; UTF-8 passes through */
+      if (*q == '"' || *q == '\\') fprintf(f, "\\%c", *q);
+      else if (*q < 32) fprintf(f, "\\u%04x", *q);
+      else fputc(*q, f);
+    output_file(md, i, a, sizeof a - 4);
+    fprintf(f, "\": \"%s.npy\"", a); /* safe names hold no quote or backslash */
+  }
+  fputs("\n}\n", f);
+  return fclose(f) ? -1 : 0;
+}
+
+/* Writes D/<name>.npy (name: file, or io's safe name when NULL) for data of io's
+ * dtype in dims (io->rank of them; io's own shape when NULL). Strings are written
+ * as '<U<n>', n the longest. */
+static int write_npy(const char *dir, const mg_rt_io *io, const char *file, const void *data,
+                     const int64_t *dims) {
   char name[512], path[4096], tmp[4200], header[1024], shape[512] = "", descr[32];
   int k;
   size_t len, total, count = 1, width = 1, i;
@@ -270,7 +318,8 @@ static int write_npy(const char *dir, const mg_rt_io *io, const void *data, cons
     fprintf(stderr, "runner: output '%s' has a dtype .npy cannot hold\n", io->name);
     return -1;
   }
-  safe_name(io->name, name, sizeof name);
+  if (file) sprintf(name, "%.500s", file);
+  else safe_name(io->name, name, sizeof name);
   sprintf(path, "%.3000s/%.500s.npy", dir, name);
   sprintf(tmp, "%s.tmp", path);
   for (k = 0; k < io->rank; k++) {
@@ -350,7 +399,7 @@ typedef struct {
 
 static void trace_write(void *ctx, const mg_rt_io *what, const void *data) {
   trace_ctx *t = ctx;
-  if (!t->failed && write_npy(t->dir, what, data, NULL)) t->failed = 1;
+  if (!t->failed && write_npy(t->dir, what, NULL, data, NULL)) t->failed = 1;
 }
 
 static double now_ms(void) {
@@ -506,11 +555,19 @@ int main(int argc, char **argv) {
     rc = 2;
     goto done;
   }
-  for (i = 0; i < md->n_outputs; i++)
-    if (write_npy(outdir, &md->outputs[i], outputs[i], md->output_dims ? md->output_dims(inst, i) : NULL)) {
+  for (i = 0; i < md->n_outputs; i++) {
+    char file[520];
+    output_file(md, i, file, sizeof file - 8);
+    if (write_npy(outdir, &md->outputs[i], file, outputs[i], md->output_dims ? md->output_dims(inst, i) : NULL)) {
       rc = 2;
       goto done;
     }
+  }
+  if (write_output_names(outdir, md)) {
+    fprintf(stderr, "runner: cannot write %s/output_names.json\n", outdir);
+    rc = 2;
+    goto done;
+  }
   if (repeat) {
     double *t = malloc(sizeof(double) * (size_t)repeat);
     int r;
