@@ -13,6 +13,7 @@ BUILD=${1:-build}
 shift || true
 MODELS=${*:-ssdlite fasterrcnn}
 cd "$(dirname "$0")/../.."
+. tests/e2e/par.sh
 MIGC=$BUILD/migc CMP="/usr/bin/python3 tests/fixtures/compare_detections.py"
 fx=build/fixtures/det
 want=$(sha256sum tests/fixtures/export_detection.py tests/fixtures/export_torchvision.py | sha256sum | cut -c1-16)
@@ -76,15 +77,10 @@ logs=()
 for model in $MODELS; do
   logs+=("$work/$model.checks")
   ( one_model "$model" > "$work/$model.checks" 2>&1 ) &
-  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  par_wait_slot
 done
 wait
-for l in "${logs[@]}"; do
-  grep -v '^COUNTS ' "$l"
-  c=$(grep '^COUNTS ' "$l") || { echo "FAIL $(basename "$l" .checks): its checks did not finish"; fail=$((fail + 1)); continue; }
-  set -- $c
-  pass=$((pass + $2)) fail=$((fail + $3))
-done
+par_collect "${logs[@]}"
 # A small run-time length: x[x > 0] is as long as the data says (the C output's
 # dims follow), and CumSum over it has no rule: reported, never computed over the
 # planned length.

@@ -12,6 +12,7 @@ BUILD=${1:-build}
 MODELS=${2:-resnet18,vit_b_16,vit_tiny}
 QEMU_MODELS=${3:-resnet18,vit_tiny}
 cd "$(dirname "$0")/../.."
+. tests/e2e/par.sh
 BUILD=$(cd "$BUILD" && pwd)
 SYSROOT=/usr/aarch64-linux-gnu
 if [ ! -d $SYSROOT/include ] || ! command -v qemu-aarch64 >/dev/null || ! command -v clang >/dev/null ||
@@ -63,7 +64,7 @@ for model in "${converted[@]}"; do
     [ $target = clang-aarch64 ] && [[ ",$QEMU_MODELS," != *",$model,"* ]] && continue
     r="$work/result_${model}_$target"; results+=("$r")
     one "$model" "$target" > "$r" 2>&1 &
-    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+    par_wait_slot
   done
 done
 wait

@@ -13,6 +13,7 @@ BUILD=${1:-build}
 MODELS=${2:-$ZOO_TEST}
 CCOMP=${3:-cc}
 cd "$(dirname "$0")/../.."
+. tests/e2e/par.sh
 BUILD=$(cd "$BUILD" && pwd)
 out=build/fixtures/tv
 mkdir -p "$out"
@@ -66,7 +67,7 @@ for model in ${MODELS//,/ }; do
   for mode in default preserve; do
     r="$work/result_${model}_${mode}"; results+=("$r")
     one "$model" "$mode" > "$r" 2>&1 &
-    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+    par_wait_slot
   done
 done
 wait

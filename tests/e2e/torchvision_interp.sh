@@ -8,6 +8,7 @@ set -u
 BUILD=${1:-build}
 MODELS=${2:-resnet18,mobilenet_v2,efficientnet_b0,vit_b_16,swin_t,convnext_tiny,deeplabv3_mobilenet_v3_large}
 cd "$(dirname "$0")/../.."
+. tests/e2e/par.sh
 out=build/fixtures/tv
 mkdir -p "$out"
 /usr/bin/python3 tests/fixtures/export_torchvision.py -o "$out" --models "$MODELS" \
@@ -29,7 +30,7 @@ for model in ${MODELS//,/ }; do
   for mode in default preserve; do
     r="$out/result_${model}_${mode}"; results+=("$r")
     one "$model" "$mode" > "$r" 2>&1 &
-    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+    par_wait_slot
   done
 done
 wait

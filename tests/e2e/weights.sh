@@ -11,6 +11,7 @@ set -u
 BUILD=${1:-build}
 MODELS=${2:-resnet18,mobilenet_v2,efficientnet_b0,vit_b_16,convnext_tiny}
 cd "$(dirname "$0")/../.."
+. tests/e2e/par.sh
 MIGC=$BUILD/migc
 tv=build/fixtures/tv
 work=build/fixtures/weights
@@ -50,15 +51,10 @@ logs=()
 for model in ${MODELS//,/ }; do
   logs+=("$work/$model.checks")
   ( one_model "$model" > "$work/$model.checks" 2>&1 ) &
-  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  par_wait_slot
 done
 wait
-for l in "${logs[@]}"; do
-  grep -v '^COUNTS ' "$l"
-  c=$(grep '^COUNTS ' "$l") || { echo "FAIL $(basename "$l" .checks): its checks did not finish"; fail=$((fail + 1)); continue; }
-  set -- $c
-  pass=$((pass + $2)) fail=$((fail + $3))
-done
+par_collect "${logs[@]}"
 # dtype conversion and the CRC trailer, on one model
 m=${MODELS%%,*}; v=$work/$m
 for dt in fp16 bf16; do
