@@ -42,7 +42,7 @@ demo: setup build
 	@tools/demo.sh $(BUILD)
 
 fuzz: setup
-	@tests/fuzz/run.sh $(FUZZ_SECONDS)
+	@tests/fuzz/run.sh $(FUZZ_SECONDS) all
 
 fuzz-smoke: setup
 	@tests/fuzz/run.sh 60

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# tests/fuzz/run.sh SECONDS: build and run the ONNX-import libFuzzer target.
+# tests/fuzz/run.sh SECONDS [TARGET|all]: build and run a libFuzzer target
+# (default onnx_import; `all` runs every one for SECONDS: make fuzz).
 #
-#   1. configures build-fuzz (clang, -DMIGC_FUZZ=ON) and builds fuzz_onnx_import;
+#   1. configures build-fuzz (clang, -DMIGC_FUZZ=ON) and builds fuzz_TARGET;
 #   2. seeds build-fuzz/corpus once from up to ~300 small (< 64 KB) conformance
-#      models, and writes a dictionary of ONNX op, attribute and field names;
+#      models and tests/fuzz/corpus/onnx_import, and writes a dictionary of ONNX
+#      op, attribute and field names (the other targets: corpus-TARGET, from
+#      tests/fuzz/corpus/TARGET);
 #   3. fuzzes for SECONDS on every core (libFuzzer fork mode, which gives one
 #      merged summary), with the log in build-fuzz/runs/DATE-TIME/fuzz.log;
 #   4. prints the final stats, and exits 1 if the run left any crash, leak,
@@ -16,15 +19,28 @@
 set -u
 set -o pipefail
 
-usage() { echo "usage: $0 SECONDS" >&2; exit 2; }
-[ $# -eq 1 ] || usage
+TARGETS="onnx_import ckpt unpickle npy rules_xml"
+usage() { echo "usage: $0 SECONDS [TARGET|all]   (targets: $TARGETS; default onnx_import)" >&2; exit 2; }
+[ $# -eq 1 ] || [ $# -eq 2 ] || usage
 SECONDS_TO_RUN=$1
+TARGET=${2:-onnx_import}
 case $SECONDS_TO_RUN in '' | *[!0-9]*) usage ;; esac
+if [ "$TARGET" = all ]; then # every target in turn, SECONDS each
+  rc=0
+  for t in $TARGETS; do echo "=== fuzz_$t"; "$0" "$SECONDS_TO_RUN" "$t" || rc=1; done
+  exit $rc
+fi
+case " $TARGETS " in *" $TARGET "*) ;; *) usage ;; esac
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$ROOT/build-fuzz
-FUZZER=$BUILD/tests/fuzz/fuzz_onnx_import
+FUZZER=$BUILD/tests/fuzz/fuzz_$TARGET
 CORPUS=$BUILD/corpus
+[ "$TARGET" = onnx_import ] || CORPUS=$BUILD/corpus-$TARGET
+# Deep nesting (200 message levels) and the rules files want room; the others'
+# formats show their structure in a few KB.
+MAX_LEN=65536
+case $TARGET in onnx_import | rules_xml) MAX_LEN=262144 ;; esac
 DICT=$BUILD/onnx.dict
 CONFORMANCE=${CONFORMANCE:-$ROOT/../shared/onnx-conformance}
 JOBS=${FUZZ_JOBS:-$(nproc)}
@@ -48,8 +64,8 @@ if ! CC=clang cmake -S "$ROOT" -B "$BUILD" -DMIGC_FUZZ=ON -DCMAKE_BUILD_TYPE=Rel
   echo "run.sh: cmake configure failed" >&2
   exit 2
 fi
-echo "== building fuzz_onnx_import"
-if ! cmake --build "$BUILD" --target fuzz_onnx_import -j "$JOBS" >"$BUILD/build.log" 2>&1; then
+echo "== building fuzz_$TARGET"
+if ! cmake --build "$BUILD" --target "fuzz_$TARGET" -j "$JOBS" >"$BUILD/build.log" 2>&1; then
   tail -40 "$BUILD/build.log" >&2
   echo "run.sh: build failed (full log: $BUILD/build.log)" >&2
   exit 2
@@ -60,7 +76,16 @@ fi
 # the most varied), the node/ tests with subgraphs or functions (If, Loop, Scan,
 # sequence ops), then node/ tests spread evenly over the alphabet up to MAX_SEEDS.
 # Sorted listings keep the choice deterministic.
-if [ ! -d "$CORPUS" ] || [ -z "$(ls -A "$CORPUS" 2>/dev/null)" ]; then
+# The other targets start from the seeds kept in the repository
+# (tests/fuzz/corpus/TARGET; for rules_xml also the built-in rules/).
+if [ "$TARGET" != onnx_import ] && { [ ! -d "$CORPUS" ] || [ -z "$(ls -A "$CORPUS" 2>/dev/null)" ]; }; then
+  mkdir -p "$CORPUS"
+  cp "$ROOT/tests/fuzz/corpus/$TARGET"/* "$CORPUS"/ 2>/dev/null
+  [ "$TARGET" = rules_xml ] && cp "$ROOT"/rules/*.xml "$CORPUS"/
+  echo "== seeded $CORPUS with $(find "$CORPUS" -type f | wc -l) inputs"
+elif [ "$TARGET" != onnx_import ]; then
+  echo "== corpus $CORPUS: $(find "$CORPUS" -type f | wc -l) inputs (kept from earlier runs)"
+elif [ ! -d "$CORPUS" ] || [ -z "$(ls -A "$CORPUS" 2>/dev/null)" ]; then
   if [ ! -d "$CONFORMANCE" ]; then
     echo "run.sh: no conformance models at $CONFORMANCE (set CONFORMANCE=DIR)" >&2
     exit 2
@@ -80,6 +105,7 @@ if [ ! -d "$CORPUS" ] || [ -z "$(ls -A "$CORPUS" 2>/dev/null)" ]; then
     rel=${f#"$CONFORMANCE"/}
     cp "$f" "$CORPUS/${rel//\//__}"
   done
+  cp "$ROOT/tests/fuzz/corpus/onnx_import"/* "$CORPUS"/ 2>/dev/null
   echo "== seeded $CORPUS with $(find "$CORPUS" -type f | wc -l) models"
 else
   echo "== corpus $CORPUS: $(find "$CORPUS" -type f | wc -l) inputs (kept from earlier runs)"
@@ -118,8 +144,8 @@ echo "== fuzzing for ${SECONDS_TO_RUN}s on $JOBS workers${MIGC_FUZZ_FAULTS:+ (fa
 # halt_on_error etc.: a sanitizer report must end the input as a crash.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-FLAGS=(-max_len=65536 -timeout=10 -rss_limit_mb=2048 -dict="$DICT"
-  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1)
+FLAGS=(-max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1)
+[ "$TARGET" = onnx_import ] && FLAGS+=(-dict="$DICT")
 (cd "$BUILD" && "$FUZZER" "${FLAGS[@]}" -max_total_time="$SECONDS_TO_RUN" \
   -fork="$JOBS" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 "$CORPUS") >"$LOG" 2>&1
 status=$?
@@ -168,7 +194,7 @@ if [ "${#artifacts[@]}" -gt 0 ]; then
       n_repro=$((n_repro + 1))
       report=$(timeout 120 "$FUZZER" -timeout=10 -rss_limit_mb=2048 "$a" 2>&1)
       printf '%s\n' "$report" >"$a.report"
-      what=$(printf '%s\n' "$report" | grep -a -m1 -oE '^fuzz_onnx_import: .*|runtime error: .*|ERROR: AddressSanitizer: [a-z-]+|ERROR: LeakSanitizer: [a-z ]+|ERROR: libFuzzer: [a-z -]+' |
+      what=$(printf '%s\n' "$report" | grep -a -m1 -oE "^fuzz_$TARGET: .*|"'runtime error: .*|ERROR: AddressSanitizer: [a-z-]+|ERROR: LeakSanitizer: [a-z ]+|ERROR: libFuzzer: [a-z -]+' |
         sed -E 's/-?[0-9][0-9a-fx.e+-]*/N/g' | cut -c1-90)
       where=$(printf '%s\n' "$report" | grep -a -E '^ +#[0-9]+ ' |
         grep -a -E '/(core|frontend|verify|cli)/' | grep -a -v '/core/arena\.c' |
