@@ -182,7 +182,7 @@ static int lower_not(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
-/* ---------- Flatten, Unsqueeze -> Reshape ---------- */
+/* ---------- Flatten, Unsqueeze, Squeeze -> Reshape ---------- */
 
 /* A Reshape to the output's shape; one unknown dim becomes -1. */
 static int lower_to_reshape(lower_ctx *c, mg_node *n) {
@@ -299,6 +299,136 @@ static int lower_slice(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
+/* ---------- Trilu (mindspore) -> Where ---------- */
+
+/* Where(mask, x, 0): the mask of the kept triangle (j - i >= k upper, <= k lower)
+ * over the last two dims, a constant computed here; exact, inf and NaN included. */
+static int lower_trilu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  const mg_shape *s = &x->shape;
+  if (s->rank < 2 || s->d[s->rank - 2].v < 0 || s->d[s->rank - 1].v < 0) return refuse(c, "the last two dims are not static");
+  int64_t rows = s->d[s->rank - 2].v, cols = s->d[s->rank - 1].v, k = 0;
+  if (n->n_in > 1 && n->in[1]) {
+    if (!n->in[1]->data || mg_value_ints(n->in[1], &k, 1) != 1) return refuse(c, "k is not a constant");
+  }
+  if (rows * cols > (int64_t)1 << 24) return refuse(c, "the mask would be too large");
+  int upper = mg_attr_int(n, "upper", 1) != 0;
+  unsigned char *mask = mg_arena_alloc(&c->w.m->arena, (size_t)(rows * cols) + 1);
+  if (!mask) return refuse(c, "out of memory");
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
+  mg_shape ms = {.rank = 2};
+  ms.d[0].v = rows, ms.d[1].v = cols;
+  static const unsigned char zero[16];
+  if (mg_dtype_size(x->dtype) > sizeof zero || x->dtype == MG_STRING) return refuse(c, "a dtype without a zero constant");
+  mg_value *in[3] = {mg_rw_const(&c->w, "trilu_mask", MG_BOOL, &ms, mask, (size_t)(rows * cols)), x,
+                     mg_rw_const(&c->w, "trilu_zero", x->dtype, &SCALAR, zero, mg_dtype_size(x->dtype))};
+  node(c, MG_OP_Where, n, 3, in, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum (mindspore) ---------- */
+
+/* out := op(x) reducing as n does (n's axes input and attributes). */
+static void reduce_as(lower_ctx *c, mg_node *n, mg_op op, mg_value *x, mg_value *out) {
+  mg_value *in[2] = {x, n->n_in > 1 ? n->in[1] : NULL};
+  mg_node *r = mg_rw_node(&c->w, op, n->name, n->n_in > 1 && n->in[1] ? 2 : 1, in, 1, &out);
+  for (int k = 0; k < n->n_attr; k++) append_attr(c, r, &n->attr[k]);
+}
+
+/* ReduceSum(Mul(x, x)). */
+static int lower_reduce_sum_square(lower_ctx *c, mg_node *n) {
+  mg_value *sq = temp(c, n, n->in[0]->dtype), *in[2] = {n->in[0], n->in[0]};
+  node(c, MG_OP_Mul, n, 2, in, 1, &sq);
+  reduce_as(c, n, MG_OP_ReduceSum, sq, n->out[0]);
+  return 1;
+}
+
+/* ReduceSum(Abs(x)). */
+static int lower_reduce_l1(lower_ctx *c, mg_node *n) {
+  mg_value *a = temp(c, n, n->in[0]->dtype);
+  node(c, MG_OP_Abs, n, 1, &n->in[0], 1, &a);
+  reduce_as(c, n, MG_OP_ReduceSum, a, n->out[0]);
+  return 1;
+}
+
+/* Sqrt(ReduceSum(Mul(x, x))), floats only. */
+static int lower_reduce_l2(lower_ctx *c, mg_node *n) {
+  if (!mg_dtype_is_float(n->in[0]->dtype)) return refuse(c, "ReduceL2 of a non-float dtype");
+  mg_value *sq = temp(c, n, n->in[0]->dtype), *sum = temp(c, n, n->in[0]->dtype), *in[2] = {n->in[0], n->in[0]};
+  node(c, MG_OP_Mul, n, 2, in, 1, &sq);
+  reduce_as(c, n, MG_OP_ReduceSum, sq, sum);
+  node(c, MG_OP_Sqrt, n, 1, &sum, 1, &n->out[0]);
+  return 1;
+}
+
+/* Log(ReduceSum(x)), floats only. */
+static int lower_reduce_log_sum(lower_ctx *c, mg_node *n) {
+  if (!mg_dtype_is_float(n->in[0]->dtype)) return refuse(c, "ReduceLogSum of a non-float dtype");
+  mg_value *sum = temp(c, n, n->in[0]->dtype);
+  reduce_as(c, n, MG_OP_ReduceSum, n->in[0], sum);
+  node(c, MG_OP_Log, n, 1, &sum, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- Max, Min, Sum of three or more inputs -> pairs ---------- */
+
+/* ((in0 op in1) op in2) ...: Max, Min and Sum broadcast every input together, so
+ * pairs broadcast to the same shape and compute the same elements. */
+static int lower_variadic(lower_ctx *c, mg_node *n) {
+  mg_op op = n->op == MG_OP_Sum ? MG_OP_Add : n->op;
+  if (n->n_in < 3) return refuse(c, "fewer than three inputs");
+  mg_value *acc = n->in[0];
+  for (int i = 1; i < n->n_in && !c->w.failed; i++) {
+    if (!n->in[i]) return refuse(c, "an omitted input");
+    mg_value *next = i + 1 < n->n_in ? temp(c, n, n->out[0]->dtype) : n->out[0];
+    mg_value *in[2] = {acc, n->in[i]};
+    node(c, op, n, 2, in, 1, &next);
+    acc = next;
+  }
+  return 1;
+}
+
+/* ---------- Gemm (mindspore) -> Transpose MatMul Mul Add ---------- */
+
+/* alpha * A' B' + beta * C, A' and B' transposed as transA and transB say; a Mul
+ * only where alpha or beta is not 1. */
+static int lower_gemm(lower_ctx *c, mg_node *n) {
+  mg_value *a = n->in[0], *b = n->in[1], *cc = n->n_in > 2 ? n->in[2] : NULL;
+  mg_dtype t = n->out[0]->dtype;
+  float alpha = mg_attr_float(n, "alpha", 1), beta = mg_attr_float(n, "beta", 1);
+  if ((alpha != 1 || (cc && beta != 1)) && !mg_dtype_is_float(t)) return refuse(c, "alpha or beta on integers");
+  if (mg_attr_int(n, "transA", 0)) {
+    mg_value *at = temp(c, n, a->dtype);
+    swap_last(c, n, a, 2, at);
+    a = at;
+  }
+  if (mg_attr_int(n, "transB", 0)) {
+    mg_value *bt = temp(c, n, b->dtype);
+    swap_last(c, n, b, 2, bt);
+    b = bt;
+  }
+  int more = alpha != 1 || cc;
+  mg_value *prod = more ? temp(c, n, t) : n->out[0], *mm_in[2] = {a, b};
+  node(c, MG_OP_MatMul, n, 2, mm_in, 1, &prod);
+  if (alpha != 1) {
+    mg_value *scaled = cc ? temp(c, n, t) : n->out[0];
+    mg_value *in[2] = {prod, mg_rw_const_fill(&c->w, "gemm_alpha", t, &SCALAR, alpha)};
+    node(c, MG_OP_Mul, n, 2, in, 1, &scaled);
+    prod = scaled;
+  }
+  if (cc) {
+    if (beta != 1) {
+      mg_value *cb = temp(c, n, t), *in[2] = {cc, mg_rw_const_fill(&c->w, "gemm_beta", t, &SCALAR, beta)};
+      node(c, MG_OP_Mul, n, 2, in, 1, &cb);
+      cc = cb;
+    }
+    mg_value *in[2] = {prod, cc};
+    node(c, MG_OP_Add, n, 2, in, 1, &n->out[0]);
+  }
+  return 1;
+}
+
 /* ---------- the driver ---------- */
 
 static const struct {
@@ -315,6 +445,16 @@ static const struct {
     {MG_OP_ConstantOfShape, "Expand", lower_constant_of_shape},
     {MG_OP_Conv, "Split Conv Concat", lower_grouped_conv},
     {MG_OP_Slice, "Range Gather", lower_slice},
+    {MG_OP_Squeeze, "Reshape", lower_to_reshape},
+    {MG_OP_Trilu, "Where", lower_trilu},
+    {MG_OP_ReduceSumSquare, "Mul ReduceSum", lower_reduce_sum_square},
+    {MG_OP_ReduceL1, "Abs ReduceSum", lower_reduce_l1},
+    {MG_OP_ReduceL2, "Mul ReduceSum Sqrt", lower_reduce_l2},
+    {MG_OP_ReduceLogSum, "ReduceSum Log", lower_reduce_log_sum},
+    {MG_OP_Max, "Max", lower_variadic},
+    {MG_OP_Min, "Min", lower_variadic},
+    {MG_OP_Sum, "Add", lower_variadic},
+    {MG_OP_Gemm, "Transpose MatMul Mul Add", lower_gemm},
 };
 
 /* The recipe for op decomposed into `into`, or NULL. */

@@ -155,11 +155,20 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
     return 0;
   }
   case REQ_PRESENT: {
-    int given = q->input < n->n_in && n->in[q->input] != NULL;
-    const char *want = q->n_values ? q->values[0] : "optional";
-    if (!strcmp(want, "optional") || given == !strcmp(want, "required")) return 1;
+    /* any listed word holds: required, optional, absent, or initializer (a graph
+     * initializer: a layer's parameter the checkpoint holds, not a run-time value) */
+    const mg_value *v = q->input < n->n_in ? n->in[q->input] : NULL;
+    int given = v != NULL, init = v && v->kind == MG_V_INIT;
+    for (int i = 0; i < q->n_values; i++) {
+      const char *want = q->values[i];
+      if (!strcmp(want, "optional") || (!strcmp(want, "required") && given) || (!strcmp(want, "absent") && !given) ||
+          (!strcmp(want, "initializer") && init))
+        return 1;
+    }
+    if (!q->n_values) return 1;
     *status = MAP_UNSUPPORTED_ATTR;
-    snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input, given ? "given" : "absent", want);
+    snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input,
+             !given ? "absent" : init ? "an initializer" : "given, not an initializer", allowed);
     return 0;
   }
   case REQ_STATIC:

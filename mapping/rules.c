@@ -201,8 +201,17 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
         char *present = prop(rs, c, "present"), *end = NULL;
         long idx = strtol(input, &end, 10);
         if (!end || *end || idx < 0 || idx > 64) BAD(c, "input must be an input index, got '%s'", input);
-        if (!present || (strcmp(present, "required") && strcmp(present, "optional") && strcmp(present, "absent")))
-          BAD(c, "<require input> needs present=\"required\", \"optional\" or \"absent\"");
+        int known = present != NULL;
+        for (const char *w = present; known && *w;) { /* a list: any of the words holds */
+          size_t len = strcspn(w, " ");
+          known = (len == 8 && !strncmp(w, "required", 8)) || (len == 8 && !strncmp(w, "optional", 8)) ||
+                  (len == 6 && !strncmp(w, "absent", 6)) || (len == 11 && !strncmp(w, "initializer", 11));
+          w += len;
+          w += strspn(w, " ");
+        }
+        if (!known)
+          BAD(c, "<require input> needs present=\"required\", \"optional\", \"absent\" or \"initializer\" "
+                 "(or a list of them)");
         if (rc) continue;
         q.kind = REQ_PRESENT, q.input = (int)idx;
         q.n_values = split_list(rs, present, &q.values);
