@@ -9,6 +9,7 @@
 #include "infer.h"
 #include "passes.h"
 #include "rewrite.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,6 +430,134 @@ static int lower_gemm(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
+/* ---------- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (mindspore) ---------- */
+
+/* An integer scalar constant of dtype t (int32 or int64). */
+static mg_value *int_scalar(lower_ctx *c, const char *base, mg_dtype t, int64_t v) {
+  int32_t v32 = (int32_t)v;
+  return t == MG_I32 ? mg_rw_const(&c->w, base, t, &SCALAR, &v32, 4) : mg_rw_const(&c->w, base, MG_I64, &SCALAR, &v, 8);
+}
+
+/* out := a reduction of x over every axis to a scalar (keepdims 0). */
+static void reduce_all(lower_ctx *c, const mg_node *n, mg_op op, mg_value *x, mg_value *out) {
+  mg_node *r = mg_rw_node(&c->w, op, n->name, 1, &x, 1, &out);
+  mg_rw_attr_int(&c->w, r, "keepdims", 0);
+  fill_defaults(c, r);
+}
+
+/* loss[n, d...] = -input[n, target[n, d...], d...] * weight[target] (0 where target
+ * is ignore_index), then none / sum / mean (the sum over the weights taken):
+ * ONNX's definition, with every index made valid before a gather reads it. */
+static int lower_nll(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0], *t = n->in[1], *w = n->n_in > 2 ? n->in[2] : NULL;
+  const char *red = mg_attr_str(n, "reduction", "mean");
+  const mg_attr *ii = mg_node_attr(n, "ignore_index");
+  mg_dtype ft = x->dtype, it = t->dtype;
+  if (!mg_dtype_is_float(ft) || (it != MG_I64 && it != MG_I32)) return refuse(c, "a non-float input or non-int target");
+  if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean")) return refuse(c, "an unknown reduction");
+  if (!mg_shape_is_static(&t->shape) || x->shape.rank != t->shape.rank + 1 || t->shape.rank > MG_MAX_RANK - 1)
+    return refuse(c, "the target's shape is not static");
+  int64_t tdims[MG_MAX_RANK], udims[MG_MAX_RANK];
+  int r = t->shape.rank;
+  for (int k = 0; k < r; k++) tdims[k] = t->shape.d[k].v;
+  udims[0] = tdims[0], udims[1] = 1;
+  for (int k = 1; k < r; k++) udims[k + 1] = tdims[k];
+  mg_value *mask = NULL, *safe = t;
+  if (ii) {
+    mg_value *eq_in[2] = {t, int_scalar(c, "nll_ignore_index", it, ii->i)};
+    mask = temp(c, n, MG_BOOL);
+    node(c, MG_OP_Equal, n, 2, eq_in, 1, &mask);
+    mg_value *wh_in[3] = {mask, int_scalar(c, "nll_zero_index", it, 0), t};
+    safe = temp(c, n, it);
+    node(c, MG_OP_Where, n, 3, wh_in, 1, &safe);
+  }
+  mg_value *tu = temp(c, n, it), *ru_in[2] = {safe, mg_rw_const_i64(&c->w, "nll_index_shape", udims, r + 1, 1)};
+  node(c, MG_OP_Reshape, n, 2, ru_in, 1, &tu);
+  mg_value *picked = temp(c, n, ft), *ge_in[2] = {x, tu};
+  mg_node *ge = mg_rw_node(&c->w, MG_OP_GatherElements, n->name, 2, ge_in, 1, &picked);
+  mg_rw_attr_int(&c->w, ge, "axis", 1);
+  fill_defaults(c, ge);
+  mg_value *flat = temp(c, n, ft), *rf_in[2] = {picked, mg_rw_const_i64(&c->w, "nll_loss_shape", tdims, r, 1)};
+  node(c, MG_OP_Reshape, n, 2, rf_in, 1, &flat);
+  mg_value *neg = temp(c, n, ft);
+  node(c, MG_OP_Neg, n, 1, &flat, 1, &neg);
+  mg_value *wt = NULL;
+  if (w) {
+    mg_value *g_in[2] = {w, safe};
+    wt = temp(c, n, ft);
+    node(c, MG_OP_Gather, n, 2, g_in, 1, &wt);
+  }
+  if (mask) {
+    mg_value *zero = mg_rw_const_fill(&c->w, "nll_zero", ft, &SCALAR, 0);
+    mg_value *keep = wt ? wt : mg_rw_const_fill(&c->w, "nll_one", ft, &SCALAR, 1);
+    mg_value *wh_in[3] = {mask, zero, keep}, *masked = temp(c, n, ft);
+    node(c, MG_OP_Where, n, 3, wh_in, 1, &masked);
+    wt = masked;
+  }
+  int none = !strcmp(red, "none");
+  mg_value *loss = neg;
+  if (wt) {
+    mg_value *m_in[2] = {neg, wt};
+    loss = none ? n->out[0] : temp(c, n, ft);
+    node(c, MG_OP_Mul, n, 2, m_in, 1, &loss);
+  } else if (none) {
+    mg_value *id_in[2] = {neg, mg_rw_const_i64(&c->w, "nll_loss_shape", tdims, r, 1)};
+    node(c, MG_OP_Reshape, n, 2, id_in, 1, &n->out[0]);
+  }
+  if (none) return 1;
+  if (!strcmp(red, "sum")) {
+    reduce_all(c, n, MG_OP_ReduceSum, loss, n->out[0]);
+  } else if (!wt) {
+    reduce_all(c, n, MG_OP_ReduceMean, loss, n->out[0]);
+  } else {
+    mg_value *num = temp(c, n, ft), *den = temp(c, n, ft);
+    reduce_all(c, n, MG_OP_ReduceSum, loss, num);
+    reduce_all(c, n, MG_OP_ReduceSum, wt, den);
+    mg_value *d_in[2] = {num, den};
+    node(c, MG_OP_Div, n, 2, d_in, 1, &n->out[0]);
+  }
+  return 1;
+}
+
+/* NegativeLogLikelihoodLoss(LogSoftmax(scores, axis 1), labels, weights), the
+ * log-probabilities being the second output when the node has one. */
+static int lower_sce(lower_ctx *c, mg_node *n) {
+  mg_value *scores = n->in[0];
+  if (!mg_dtype_is_float(scores->dtype)) return refuse(c, "non-float scores");
+  mg_value *lp = n->n_out > 1 && n->out[1] ? n->out[1] : temp(c, n, scores->dtype);
+  mg_node *ls = mg_rw_node(&c->w, MG_OP_LogSoftmax, n->name, 1, &scores, 1, &lp);
+  mg_rw_attr_int(&c->w, ls, "axis", 1);
+  fill_defaults(c, ls);
+  mg_value *in[3] = {lp, n->in[1], n->n_in > 2 ? n->in[2] : NULL};
+  mg_node *nll = mg_rw_node(&c->w, MG_OP_NegativeLogLikelihoodLoss, n->name, in[2] ? 3 : 2, in, 1, &n->out[0]);
+  for (int k = 0; k < n->n_attr; k++) append_attr(c, nll, &n->attr[k]);
+  return 1;
+}
+
+/* ---------- ArgMax, ArgMin with select_last_index (mindspore) -> Slice ArgMax Sub ---------- */
+
+/* The last extreme index is (d - 1) - the first one in the reversed axis. */
+static int lower_arg_last(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  int64_t axis = mg_attr_int(n, "axis", 0), rank = x->shape.rank;
+  if (rank < 1) return refuse(c, "the input rank is unknown or 0");
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || x->shape.d[axis].v < 1) return refuse(c, "the axis length is not static");
+  int64_t start = -1, end = INT64_MIN, step = -1, last = x->shape.d[axis].v - 1;
+  mg_value *rev = temp(c, n, x->dtype);
+  mg_value *sl_in[5] = {x, mg_rw_const_i64(&c->w, "arg_start", &start, 1, 1), mg_rw_const_i64(&c->w, "arg_end", &end, 1, 1),
+                        mg_rw_const_i64(&c->w, "arg_axis", &axis, 1, 1), mg_rw_const_i64(&c->w, "arg_step", &step, 1, 1)};
+  node(c, MG_OP_Slice, n, 5, sl_in, 1, &rev);
+  mg_value *idx = temp(c, n, MG_I64);
+  mg_node *a = mg_rw_node(&c->w, n->op, n->name, 1, &rev, 1, &idx);
+  for (int k = 0; k < n->n_attr; k++)
+    if (strcmp(n->attr[k].name, "select_last_index")) append_attr(c, a, &n->attr[k]);
+  mg_rw_attr_int(&c->w, a, "select_last_index", 0);
+  mg_value *sub_in[2] = {mg_rw_const_i64(&c->w, "arg_last", &last, 1, 0), idx};
+  node(c, MG_OP_Sub, n, 2, sub_in, 1, &n->out[0]);
+  return 1;
+}
+
 /* ---------- the driver ---------- */
 
 static const struct {
@@ -455,6 +584,11 @@ static const struct {
     {MG_OP_Min, "Min", lower_variadic},
     {MG_OP_Sum, "Add", lower_variadic},
     {MG_OP_Gemm, "Transpose MatMul Mul Add", lower_gemm},
+    {MG_OP_NegativeLogLikelihoodLoss, "Equal Where Reshape GatherElements Neg Gather Mul ReduceSum ReduceMean Div",
+     lower_nll},
+    {MG_OP_SoftmaxCrossEntropyLoss, "LogSoftmax NegativeLogLikelihoodLoss", lower_sce},
+    {MG_OP_ArgMax, "Slice ArgMax Sub", lower_arg_last},
+    {MG_OP_ArgMin, "Slice ArgMin Sub", lower_arg_last},
 };
 
 /* The recipe for op decomposed into `into`, or NULL. */

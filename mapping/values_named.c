@@ -203,8 +203,8 @@ int ev_pads_torch(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   return ev_set_ints(c, out, t, n);
 }
 
-/* ReduceMean's axes input, non-negative; omitted: None (mindspore) or an empty
- * list (aclnn). */
+/* A reduction's axes input, non-negative; omitted or empty: None (mindspore) or an
+ * empty list (aclnn). */
 int ev_reduce_axes(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   (void)argc, (void)argv;
   int64_t ax[MG_MAX_RANK];
@@ -214,6 +214,8 @@ int ev_reduce_axes(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
       ev_rank_of(c, ev_need_in(c, 0, "reduce_axes"), "reduce_axes", &rank) ||
       normalise_axes(c, "reduce_axes", ax, n, rank))
     return -1;
+  /* empty axes reduce every axis (the rules require noop_with_empty_axes 0): None */
+  if (!n && !c->ascend) return memset(out, 0, sizeof *out), 0;
   return ev_set_ints(c, out, ax, n);
 }
 
