@@ -237,7 +237,10 @@ void conf_ms_queue(conf_ctx *cc, conf_ms *q, const char *name, const char *model
   snprintf(outdir, sizeof outdir, "%s/t%d", q->work, t.id);
   for (int i = 0; m && r == R_PASS && i < m->graph->n_inputs + m->graph->n_outputs; i++) {
     const mg_value *v = i < m->graph->n_inputs ? m->graph->inputs[i] : m->graph->outputs[i - m->graph->n_inputs];
-    if (v->dtype == MG_BF16) {
+    if (v->dtype == MG_STRING) {
+      r = R_SKIP;
+      snprintf(why, sizeof why, "string inputs and outputs: a mindspore.Tensor holds numbers only");
+    } else if (v->dtype == MG_BF16) {
       r = R_SKIP;
       snprintf(why, sizeof why, "bfloat16 inputs and outputs: the stand-in's Tensor.asnumpy() and .npy files "
                                 "cannot hold them");

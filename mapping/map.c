@@ -171,6 +171,15 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
              !given ? "absent" : init ? "an initializer" : "given, not an initializer", allowed);
     return 0;
   }
+  case REQ_OUTPUT: {
+    /* a call that returns fewer values than the node has outputs (nn.Dropout's
+     * mask, nn.MaxPool2d's indices, nn.LayerNorm's mean) */
+    const mg_value *y = q->input < n->n_out ? n->out[q->input] : NULL;
+    if (!y || !y->n_uses) return 1;
+    *status = MAP_UNSUPPORTED_ATTR;
+    snprintf(why, wn, "output %d ('%s') is used; the rule's call does not return it", q->input, y->name);
+    return 0;
+  }
   case REQ_STATIC:
     if (x && mg_shape_is_static(&x->shape) && !x->shape_declared) return 1;
     *status = MAP_DYNAMIC_SHAPE;

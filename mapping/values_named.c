@@ -314,8 +314,18 @@ int ev_resize_size(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   if (!es || scales->nbytes / es != (size_t)rank)
     return ev_fail(c, MAP_UNSUPPORTED_ATTR, "resize_size: scales does not have %d values", rank);
   if (ev_static_dims(c, x, "resize_size", dims, &rank)) return -1;
-  for (int r = 2; r < rank; r++)
-    sz[r - 2] = (int64_t)((double)dims[r] * mg_load_f64(scales->dtype, (const char *)scales->data + (size_t)r * es));
+  const char *ctm = mg_attr_str(c->n, "coordinate_transformation_mode", "half_pixel");
+  for (int r = 2; r < rank; r++) {
+    double scale = mg_load_f64(scales->dtype, (const char *)scales->data + (size_t)r * es);
+    double exact = (double)dims[r] * scale;
+    sz[r - 2] = (int64_t)exact;
+    /* ONNX maps coordinates by the scale, an explicit size by in/out: the same
+     * only when the scale gives a whole length (align_corners uses the lengths) */
+    if (exact != (double)sz[r - 2] && strcmp(ctm, "align_corners"))
+      return ev_fail(c, MAP_UNSUPPORTED_ATTR,
+                     "resize_size: scale %g of axis %d gives length %g, not whole: ONNX maps coordinates by the "
+                     "scale, an output size maps them by the lengths' ratio", scale, r, exact);
+  }
   return ev_set_ints(c, out, sz, rank - 2);
 }
 
