@@ -558,6 +558,97 @@ static int lower_arg_last(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
+/* ---------- activations without a matching API (mindspore) -> Where ---------- */
+
+/* A scalar constant of float dtype t; a refusal (NULL) for other dtypes. */
+static mg_value *fconst(lower_ctx *c, const char *base, mg_dtype t, double v) {
+  return mg_rw_const_fill(&c->w, base, t, &SCALAR, v);
+}
+
+/* out := op(a, b) for a binary op. */
+static mg_value *bin(lower_ctx *c, const mg_node *n, mg_op op, mg_value *a, mg_value *b, mg_dtype t, mg_value *out) {
+  mg_value *in[2] = {a, b}, *y = out ? out : temp(c, n, t);
+  node(c, op, n, 2, in, 1, &y);
+  return y;
+}
+
+/* out := Where(cond, a, b). */
+static void where(lower_ctx *c, const mg_node *n, mg_value *cond, mg_value *a, mg_value *b, mg_value *out) {
+  mg_value *in[3] = {cond, a, b};
+  node(c, MG_OP_Where, n, 3, in, 1, &out);
+}
+
+/* ThresholdedRelu: Where(x > alpha, x, 0). */
+static int lower_thresholded_relu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_value *alpha = fconst(c, "thresholded_relu_alpha", x->dtype, mg_attr_float(n, "alpha", 1)),
+           *zero = fconst(c, "thresholded_relu_zero", x->dtype, 0);
+  if (!alpha || !zero) return refuse(c, "a non-float dtype");
+  where(c, n, bin(c, n, MG_OP_Greater, x, alpha, MG_BOOL, NULL), x, zero, n->out[0]);
+  return 1;
+}
+
+/* Shrink: x + bias where x < -lambd, x - bias where x > lambd, else 0. */
+static int lower_shrink(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_dtype t = x->dtype;
+  double l = mg_attr_float(n, "lambd", 0.5f), b = mg_attr_float(n, "bias", 0);
+  mg_value *neg_l = fconst(c, "shrink_neg_lambd", t, -l), *pos_l = fconst(c, "shrink_lambd", t, l),
+           *bias = fconst(c, "shrink_bias", t, b), *zero = fconst(c, "shrink_zero", t, 0);
+  if (!neg_l || !pos_l || !bias || !zero) return refuse(c, "a non-float dtype");
+  mg_value *hi = temp(c, n, t);
+  where(c, n, bin(c, n, MG_OP_Greater, x, pos_l, MG_BOOL, NULL), bin(c, n, MG_OP_Sub, x, bias, t, NULL), zero, hi);
+  where(c, n, bin(c, n, MG_OP_Less, x, neg_l, MG_BOOL, NULL), bin(c, n, MG_OP_Add, x, bias, t, NULL), hi, n->out[0]);
+  return 1;
+}
+
+/* Elu with any alpha: Where(x < 0, alpha * (exp(x) - 1), x). Selu: gamma times
+ * Where(x > 0, x, alpha * (exp(x) - 1)). */
+static int lower_elu_selu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_dtype t = x->dtype;
+  int selu = n->op == MG_OP_Selu;
+  double alpha = mg_attr_float(n, "alpha", selu ? 1.67326319217681884765625f : 1.0f);
+  mg_value *a = fconst(c, "elu_alpha", t, alpha), *one = fconst(c, "elu_one", t, 1), *zero = fconst(c, "elu_zero", t, 0);
+  mg_value *g = selu ? fconst(c, "selu_gamma", t, mg_attr_float(n, "gamma", 1.05070102214813232421875f)) : one;
+  if (!a || !one || !zero || !g) return refuse(c, "a non-float dtype");
+  mg_value *e = temp(c, n, t);
+  node(c, MG_OP_Exp, n, 1, &x, 1, &e);
+  mg_value *neg = bin(c, n, MG_OP_Mul, a, bin(c, n, MG_OP_Sub, e, one, t, NULL), t, NULL);
+  if (!selu) {
+    where(c, n, bin(c, n, MG_OP_Less, x, zero, MG_BOOL, NULL), neg, x, n->out[0]);
+    return 1;
+  }
+  mg_value *pos = temp(c, n, t);
+  where(c, n, bin(c, n, MG_OP_Greater, x, zero, MG_BOOL, NULL), x, neg, pos);
+  bin(c, n, MG_OP_Mul, g, pos, t, n->out[0]);
+  return 1;
+}
+
+/* PRelu with any broadcastable slope: Where(x < 0, x * slope, x). */
+static int lower_prelu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_value *zero = fconst(c, "prelu_zero", x->dtype, 0);
+  if (!zero) return refuse(c, "a non-float dtype");
+  where(c, n, bin(c, n, MG_OP_Less, x, zero, MG_BOOL, NULL), bin(c, n, MG_OP_Mul, x, n->in[1], x->dtype, NULL), x,
+        n->out[0]);
+  return 1;
+}
+
+/* Mean of two or more inputs: their pairwise Sum divided by the count. */
+static int lower_mean(lower_ctx *c, mg_node *n) {
+  mg_dtype t = n->out[0]->dtype;
+  mg_value *k = fconst(c, "mean_count", t, n->n_in);
+  if (!k || n->n_in < 2) return refuse(c, "a non-float dtype or one input");
+  mg_value *acc = n->in[0];
+  for (int i = 1; i < n->n_in; i++) {
+    if (!n->in[i]) return refuse(c, "an omitted input");
+    acc = bin(c, n, MG_OP_Add, acc, n->in[i], t, NULL);
+  }
+  bin(c, n, MG_OP_Div, acc, k, t, n->out[0]);
+  return 1;
+}
+
 /* ---------- the driver ---------- */
 
 static const struct {
@@ -589,6 +680,12 @@ static const struct {
     {MG_OP_SoftmaxCrossEntropyLoss, "LogSoftmax NegativeLogLikelihoodLoss", lower_sce},
     {MG_OP_ArgMax, "Slice ArgMax Sub", lower_arg_last},
     {MG_OP_ArgMin, "Slice ArgMin Sub", lower_arg_last},
+    {MG_OP_ThresholdedRelu, "Greater Where", lower_thresholded_relu},
+    {MG_OP_Shrink, "Greater Less Sub Add Where", lower_shrink},
+    {MG_OP_Elu, "Exp Sub Mul Less Where", lower_elu_selu},
+    {MG_OP_Selu, "Exp Sub Mul Greater Where", lower_elu_selu},
+    {MG_OP_PRelu, "Less Mul Where", lower_prelu},
+    {MG_OP_Mean, "Add Div", lower_mean},
 };
 
 /* The recipe for op decomposed into `into`, or NULL. */

@@ -138,6 +138,14 @@ int ev_pads_hw(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   return ev_set_ints(c, out, p, k);
 }
 
+/* ConvTranspose's output_padding per spatial axis, 0 where absent. */
+int ev_output_padding(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  (void)argc, (void)argv;
+  int64_t v[MG_MAX_RANK];
+  int k;
+  return per_axis(c, "output_padding", 0, v, &k) ? -1 : ev_set_ints(c, out, v, k);
+}
+
 int ev_zeros_spatial(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   (void)argc, (void)argv;
   int64_t z[MG_MAX_RANK] = {0};

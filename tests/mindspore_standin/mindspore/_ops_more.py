@@ -703,3 +703,58 @@ IMPLEMENTED = [abs, neg, exp, log, sqrt, reciprocal, floor, ceil, cos, sin, acos
                log_softmax, greater, less, greater_equal, less_equal, logical_and, logical_or, logical_xor, fmod,
                remainder, maximum, minimum, sum, amax, amin, prod, logsumexp, argmax, argmin, gather_elements,
                gather_nd, tensor_scatter_elements, cumsum, tile, conv2d]
+
+
+# mindspore.ops.group_norm: 'torch F.group_norm signature. weight/bias shape (C,) (per-CHANNEL
+# ...). C must be divisible by num_groups; eps must be float.'
+@implements("mindspore.ops.group_norm")
+def group_norm(input, num_groups, weight, bias, eps):
+    api = "mindspore.ops.group_norm"
+    t = T(api, input)
+    _floats(api, t)
+    if t.dim() < 2:
+        raise ValueError("%s: the input needs a channel dim" % api)
+    c = t.shape[1]
+    if not isinstance(num_groups, int) or num_groups < 1 or c % num_groups:
+        raise ValueError("%s: C=%d is not divisible by num_groups %r" % (api, c, num_groups))
+    if not isinstance(eps, float):
+        raise TypeError("%s: eps must be a float" % api)
+    w = b = None
+    if weight is not None:
+        w = T(api, weight, "weight")
+        if tuple(w.shape) != (c,):
+            raise ValueError("%s: weight must have shape (C,)" % api)
+    if bias is not None:
+        b = T(api, bias, "bias")
+        if tuple(b.shape) != (c,):
+            raise ValueError("%s: bias must have shape (C,)" % api)
+    y = F.group_norm(t.double(), num_groups, w.double() if w is not None else None,
+                     b.double() if b is not None else None, eps)
+    return wrap(y.to(t.dtype))
+
+
+# mindspore.mint.nn.functional.conv_transpose2d: 'torch signature and torch arg ORDER ...
+# weight (in_channels, out_channels/groups, kH, kW). padding int or (padH, padW): implicit
+# zero padding of dilation*(k-1)-padding per side (torch semantics); output_padding adds size
+# on one side. oH = (iH-1)*sH - 2*padH + dH*(kH-1) + out_padH + 1. Accepts 3-D (unbatched) or
+# 4-D input.'
+@implements("mindspore.mint.nn.functional.conv_transpose2d")
+def conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation):
+    api = "mindspore.mint.nn.functional.conv_transpose2d"
+    x, w = T(api, input), T(api, weight, "weight")
+    _float_only(api, x)
+    if x.dim() not in (3, 4) or w.dim() != 4:
+        raise ValueError("%s: input must be 3-D or 4-D and weight 4-D" % api)
+    if w.dtype != x.dtype:
+        raise TypeError("%s: weight's dtype differs from the input's" % api)
+    b = T(api, bias, "bias").double() if bias is not None else None
+    st, pad, opad, dil = (_window(api, v, what) for v, what in ((stride, "stride"), (padding, "padding"),
+                                                               (output_padding, "output_padding"),
+                                                               (dilation, "dilation")))
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError("%s: groups must be a positive int" % api)
+    y = F.conv_transpose2d(x.double(), w.double(), b, st, pad, opad, groups, dil)
+    return wrap(y.to(x.dtype))
+
+
+IMPLEMENTED += [group_norm, conv_transpose2d]
