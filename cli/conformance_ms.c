@@ -96,12 +96,20 @@ conf_ms *conf_ms_new(const char *work_dir, int keep, int jobs) {
   return q;
 }
 
-/* The reason of a diagnostic with code `code` (and severity sev, or any when sev < 0)
- * among d->items[first..], or NULL. */
-static const char *diag_message(const mg_diags *d, size_t first, mg_diag_code code, int sev) {
+/* The first diagnostic with code `code` and severity sev (any when sev < 0) among
+ * d->items[first..], or NULL. */
+static const mg_diag *diag_find(const mg_diags *d, size_t first, mg_diag_code code, int sev) {
   for (size_t i = first; i < d->count; i++)
-    if (d->items[i].code == code && (sev < 0 || (int)d->items[i].severity == sev)) return d->items[i].message;
+    if (d->items[i].code == code && (sev < 0 || (int)d->items[i].severity == sev)) return &d->items[i];
   return NULL;
+}
+
+/* A skip's reason: what, then the op and node of diagnostic g and its message
+ * without the "mindspore: " prefix. */
+static void skip_reason(char *why, size_t wn, const char *what, const mg_diag *g) {
+  const char *m = g && g->message ? g->message : "?";
+  if (!strncmp(m, "mindspore: ", 11)) m += 11;
+  snprintf(why, wn, "%s: %s '%s': %s", what, g && g->op ? g->op : "?", g && g->node ? g->node : "?", m);
 }
 
 /* Imports model_path for the MindSpore target with the shape-deciding integer
@@ -165,14 +173,16 @@ static result convert_ms(conf_ms *q, mg_model *m, const char *model_path, const 
     snprintf(why, wn, "conversion failed: %s", line[0] ? line : "out of memory");
     r = R_FAIL;
   } else if (rep.n_unsupported) {
-    const char *u = diag_message(&d, 0, MG_D_UNSUPPORTED, MG_SEV_ERROR);
-    snprintf(why, wn, "%d node%s net.py cannot compute: %s", rep.n_unsupported, rep.n_unsupported == 1 ? "" : "s",
-             u ? u : "?");
+    char what[64];
+    snprintf(what, sizeof what, "%d node%s net.py cannot compute, first", rep.n_unsupported,
+             rep.n_unsupported == 1 ? "" : "s");
+    skip_reason(why, wn, what, diag_find(&d, 0, MG_D_UNSUPPORTED, MG_SEV_ERROR));
     r = R_SKIP;
   } else if (rep.n_custom) {
-    const char *u = diag_message(&d, 0, MG_D_UNSUPPORTED, MG_SEV_WARNING);
-    snprintf(why, wn, "%d node%s run as ops.Custom CPU kernels: %s", rep.n_custom, rep.n_custom == 1 ? "" : "s",
-             u ? u : "?");
+    char what[64];
+    snprintf(what, sizeof what, "%d node%s run as ops.Custom CPU kernels, first", rep.n_custom,
+             rep.n_custom == 1 ? "" : "s");
+    skip_reason(why, wn, what, diag_find(&d, 0, MG_D_UNSUPPORTED, MG_SEV_WARNING));
     r = R_SKIP;
   }
   *has_ckpt = erc == 0;
