@@ -174,6 +174,8 @@ def sign(input):
         raise not_in_facts(api, "a bool input")
     if t.dtype.is_floating_point and t.dtype != torch.float64 and bool(torch.isnan(t).any()):
         raise not_in_facts(api, "NaN in a %s input" % _dtype.from_torch(t.dtype))
+    if t.dtype == torch.float64:  # NaN stays NaN (torch.sign would give 0)
+        return wrap(torch.where(torch.isnan(t), t, torch.sign(t)))
     return wrap(torch.sign(t))
 
 
