@@ -193,6 +193,7 @@ static result convert_ms(conf_ms *q, mg_model *m, const char *model_path, const 
   return r;
 }
 
+/* Frees every set's inputs and expected outputs (the queue did not take them). */
 static void free_sets(mg_array **ins, int *n_ins, mg_array **exps, int *n_exps, int n_sets) {
   for (int s = 0; s < n_sets; s++) {
     mg_arrays_free(ins[s], n_ins[s]);
@@ -200,6 +201,7 @@ static void free_sets(mg_array **ins, int *n_ins, mg_array **exps, int *n_exps, 
   }
 }
 
+/* Frees what test t owns (not t itself). */
 static void free_test(ms_test *t) {
   for (int s = 0; s < t->n_sets; s++) {
     mg_arrays_free(t->ins[s], t->n_in);
@@ -395,6 +397,8 @@ typedef struct {
   int ok;
 } ms_result;
 
+/* Appends the lines of results file path to out[0..n) (grown, cap its size); 0, or
+ * -1 when the file cannot be read (the process stopped before writing it). */
 static int read_results(const char *path, ms_result **out, int *n, int *cap) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;
@@ -421,6 +425,7 @@ static int read_results(const char *path, ms_result **out, int *n, int *cap) {
   return 0;
 }
 
+/* The result of KEY key, or NULL. */
 static const ms_result *find_result(const ms_result *res, int n, const char *key) {
   for (int i = 0; i < n; i++)
     if (!strcmp(res[i].key, key)) return &res[i];
@@ -469,6 +474,7 @@ static void judge(conf_ctx *cc, conf_ms *q, const ms_test *t, const ms_result *r
   conf_report(cc, t->name, r, why);
 }
 
+/* nftw callback: removes one entry of the work folder. */
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st, (void)flag, (void)ftw;
   return remove(path);
