@@ -9,6 +9,7 @@
 #include "infer.h"
 #include "passes.h"
 #include "rewrite.h"
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -635,6 +636,23 @@ static int lower_prelu(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
+/* IsInf: Equal(Abs(x), inf) for both signs, Equal(x, +inf) or Equal(x, -inf) for
+ * one, Equal(x, NaN) (false everywhere) for neither. */
+static int lower_isinf(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  int pos = mg_attr_int(n, "detect_positive", 1) != 0, neg = mg_attr_int(n, "detect_negative", 1) != 0;
+  double inf = (double)INFINITY, v = pos && neg ? inf : pos ? inf : neg ? -inf : (double)NAN;
+  mg_value *k = fconst(c, "isinf_limit", x->dtype, v);
+  if (!k) return refuse(c, "a non-float dtype");
+  mg_value *a = x;
+  if (pos && neg) {
+    a = temp(c, n, x->dtype);
+    node(c, MG_OP_Abs, n, 1, &x, 1, &a);
+  }
+  bin(c, n, MG_OP_Equal, a, k, MG_BOOL, n->out[0]);
+  return 1;
+}
+
 /* Mean of two or more inputs: their pairwise Sum divided by the count. */
 static int lower_mean(lower_ctx *c, mg_node *n) {
   mg_dtype t = n->out[0]->dtype;
@@ -686,6 +704,7 @@ static const struct {
     {MG_OP_Selu, "Exp Sub Mul Greater Where", lower_elu_selu},
     {MG_OP_PRelu, "Less Mul Where", lower_prelu},
     {MG_OP_Mean, "Add Div", lower_mean},
+    {MG_OP_IsInf, "Abs Equal", lower_isinf},
 };
 
 /* The recipe for op decomposed into `into`, or NULL. */

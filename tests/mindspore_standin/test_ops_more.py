@@ -68,6 +68,10 @@ class TestElementwise(unittest.TestCase):
             ops.sign(t([np.nan]))
         self.assertTrue(np.isnan(n(ops.sign(t([np.nan], np.float64)))[0]))
 
+    def test_isinf_only_on_atlas_a2(self):
+        with self.assertRaises(RuntimeError):
+            ops.isinf(t([1.0]))
+
     def test_log_softmax_fp16_fp32(self):
         with self.assertRaises(TypeError):
             ops.log_softmax(t([1.0, 2.0], np.float64), axis=-1)

@@ -247,7 +247,8 @@ static void test_lower_node_test_recipes(void **state) {
       {"thresholdedrelu", 0, MG_OP_ThresholdedRelu, {MG_OP_Greater, MG_OP_Where}, 2},
       {"elu2", 0, MG_OP_Elu, {MG_OP_Exp, MG_OP_Sub, MG_OP_Mul, MG_OP_Less, MG_OP_Where}, 5},
       {"selu_custom", 0, MG_OP_Selu, {MG_OP_Exp, MG_OP_Sub, MG_OP_Mul, MG_OP_Greater, MG_OP_Where}, 5},
-      {"prelu_bcast", 0, MG_OP_PRelu, {MG_OP_Less, MG_OP_Mul, MG_OP_Where}, 3}};
+      {"prelu_bcast", 0, MG_OP_PRelu, {MG_OP_Less, MG_OP_Mul, MG_OP_Where}, 3},
+      {"isinf_neg", 0, MG_OP_IsInf, {MG_OP_Abs, MG_OP_Equal}, 2}};
   run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 

@@ -207,10 +207,19 @@ def isnan(input):
     return wrap(torch.isnan(T("mindspore.ops.isnan", input)))
 
 
-# mindspore.ops.isinf: 'Returns bool tensor True for +inf and -inf'
+# mindspore.ops.isinf: 'Returns bool tensor True for +inf and -inf ... Doc warnings in this
+# version: experimental API; 'currently only supported on Atlas A2 training series products''
+# The stand-in emulates the CPU device, where the notes say it is not supported.
 @implements("mindspore.ops.isinf")
 def isinf(input):
-    return wrap(torch.isinf(T("mindspore.ops.isinf", input)))
+    api = "mindspore.ops.isinf"
+    t = T(api, input)
+    from . import _context
+    dev = _context.STATE.get("device")
+    if not dev or dev[0] != "Ascend":
+        raise RuntimeError("%s: currently only supported on Atlas A2 training series products (the table's "
+                           "notes); the device is %s" % (api, dev[0] if dev else "unset (CPU)"))
+    return wrap(torch.isinf(t))
 
 
 # mindspore.ops.softsign: 'x / (1 + |x|). Argument named x. float16/float32 only (TypeError
