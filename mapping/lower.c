@@ -223,11 +223,13 @@ static int lower_constant_of_shape(lower_ctx *c, mg_node *n) {
 /* ---------- grouped Conv (mindspore) -> Split Conv Concat ---------- */
 
 /* The g parts of v along axis (dim d): constants sliced from its data when it is
- * a constant and axis is 0, else a Split node's outputs. */
+ * a constant (not an initializer) and axis is 0, else a Split node's outputs. */
 static void split_parts(lower_ctx *c, const mg_node *n, mg_value *v, int axis, int64_t d, int g, mg_value **parts) {
   int64_t sizes[MAX_GROUPS];
   for (int i = 0; i < g; i++) sizes[i] = d / g;
-  if (v->data && axis == 0 && v->shape.rank >= 1 && mg_shape_is_static(&v->shape)) {
+  /* an initializer stays one parameter, split at run time, so that the checkpoint's
+   * tensor is what the pieces read (a constant slice would leave it unused) */
+  if (v->data && v->kind != MG_V_INIT && axis == 0 && v->shape.rank >= 1 && mg_shape_is_static(&v->shape)) {
     mg_shape s = v->shape;
     s.d[0].v = d / g;
     size_t bytes = v->nbytes / (size_t)g;
