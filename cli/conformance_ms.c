@@ -159,7 +159,7 @@ static result convert_ms(conf_ms *q, mg_model *m, const char *model_path, const 
   snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", outdir);
   snprintf(map, sizeof map, "%s/weight_map.json", outdir);
   snprintf(msdir, sizeof msdir, "%s/mindspore", outdir);
-  wt_export_opts eo = {MG_UNDEFINED, 0, 1, model_path, model_path, 0};
+  wt_export_opts eo = {.to_float = MG_UNDEFINED, .force = 1, .source_label = model_path, .graph_label = model_path};
   wt_export_stats st;
   mg_model *copy = NULL;
   ms_report rep;
