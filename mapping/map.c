@@ -166,9 +166,11 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
         return 1;
     }
     if (!q->n_values) return 1;
+    int asks_init = 0;
+    for (int i = 0; i < q->n_values; i++) asks_init |= !strcmp(q->values[i], "initializer");
     *status = MAP_UNSUPPORTED_ATTR;
     snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input,
-             !given ? "absent" : init ? "an initializer" : "given, not an initializer", allowed);
+             !given ? "absent" : !asks_init ? "given" : init ? "an initializer" : "given, not an initializer", allowed);
     return 0;
   }
   case REQ_OUTPUT: {
