@@ -156,21 +156,22 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
   }
   case REQ_PRESENT: {
     /* any listed word holds: required, optional, absent, or initializer (a graph
-     * initializer: a layer's parameter the checkpoint holds, not a run-time value) */
+     * initializer: a layer's parameter the checkpoint holds, not a run-time value;
+     * constant: its value known at conversion, an initializer or a constant) */
     const mg_value *v = q->input < n->n_in ? n->in[q->input] : NULL;
     int given = v != NULL, init = v && v->kind == MG_V_INIT;
     for (int i = 0; i < q->n_values; i++) {
       const char *want = q->values[i];
       if (!strcmp(want, "optional") || (!strcmp(want, "required") && given) || (!strcmp(want, "absent") && !given) ||
-          (!strcmp(want, "initializer") && init))
+          (!strcmp(want, "initializer") && init) || (!strcmp(want, "constant") && given && v->data))
         return 1;
     }
     if (!q->n_values) return 1;
     int asks_init = 0;
-    for (int i = 0; i < q->n_values; i++) asks_init |= !strcmp(q->values[i], "initializer");
+    for (int i = 0; i < q->n_values; i++) asks_init |= !strcmp(q->values[i], "initializer") || !strcmp(q->values[i], "constant");
     *status = MAP_UNSUPPORTED_ATTR;
     snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input,
-             !given ? "absent" : !asks_init ? "given" : init ? "an initializer" : "given, not an initializer", allowed);
+             !given ? "absent" : !asks_init ? "given" : init ? "an initializer" : v->data ? "a constant" : "a run-time value", allowed);
     return 0;
   }
   case REQ_OUTPUT: {

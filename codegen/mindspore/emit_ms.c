@@ -99,13 +99,9 @@ static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, int
     *why = dupf(c, "parameter '%s' has a dtype or shape a Parameter cannot be made of", tag);
     return NULL;
   }
-  /* every component an attribute name or a CellList index, the first an attribute
-   * of Net (an export's anonymous '1' is neither) */
-  int ok = *tag && !(*tag >= '0' && *tag <= '9');
-  for (const char *q = tag; *q && ok; q++)
-    ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_' ||
-         (*q == '.' && q[1] && q[1] != '.');
-  if (!ok) {
+  /* the first component is an attribute of Net, never a CellList index (an old
+   * export's anonymous '1' would be `self.1`) */
+  if (!*tag || (*tag >= '0' && *tag <= '9')) {
     *why = dupf(c, "parameter '%s' has no torch module path a Cell attribute can hold (an export's anonymous "
                    "name): give --weights MODEL.pth", tag);
     return NULL;

@@ -381,7 +381,8 @@ static void check_requires(xmlDocPtr d, const char *target) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", pr);
         for (char *w = strtok(buf, " "); w; w = strtok(NULL, " "))
-          if (strcmp(w, "optional") && strcmp(w, "required") && strcmp(w, "absent") && strcmp(w, "initializer"))
+          if (strcmp(w, "optional") && strcmp(w, "required") && strcmp(w, "absent") && strcmp(w, "initializer") &&
+              strcmp(w, "constant"))
             fail_msg("%s %s: present '%s'", target, info->name, w);
       }
       if (outp) {
