@@ -99,13 +99,6 @@ static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, int
     *why = dupf(c, "parameter '%s' has a dtype or shape a Parameter cannot be made of", tag);
     return NULL;
   }
-  /* the first component is an attribute of Net, never a CellList index (an old
-   * export's anonymous '1' would be `self.1`) */
-  if (!*tag || (*tag >= '0' && *tag <= '9')) {
-    *why = dupf(c, "parameter '%s' has no torch module path a Cell attribute can hold (an export's anonymous "
-                   "name): give --weights MODEL.pth", tag);
-    return NULL;
-  }
   ms_cell *at = &c->root;
   const char *last = tag;
   for (const char *q = tag; *q && at;) {
