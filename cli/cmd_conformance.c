@@ -1,4 +1,4 @@
-/* migc conformance DIR... [--backend interp] [--xfail FILE] [--rtol R] [--atol A]
+/* migc conformance DIR... [--backend interp|c|mindspore-emu] [--xfail FILE] [--rtol R] [--atol A]
  *
  * Runs ONNX backend test folders (model.onnx + test_data_set_N/{input,output}_K.pb)
  * and the light/ whole-model tests, one line per test, ending with
@@ -18,7 +18,7 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: migc conformance DIR... [--backend interp|c] [--xfail FILE] [--rtol R] [--atol A]\n"
+          "usage: migc conformance DIR... [--backend interp|c|mindspore-emu] [--xfail FILE] [--rtol R] [--atol A]\n"
           "\n"
           "Runs every ONNX backend test under each DIR: a folder holding model.onnx and\n"
           "test_data_set_N/{input,output}_K.pb, a folder of such folders, or a folder of\n"
@@ -31,10 +31,16 @@ static void help(FILE *f) {
           "                --target cpu: every test is converted, all are compiled into one\n"
           "                runner, then each is run; integer inputs that decide shapes are\n"
           "                bound at conversion, since generated code has static shapes)\n"
+          "                or mindspore-emu (migc convert --target mindspore: every test's\n"
+          "                net.py and model.ckpt, run through the MindSpore stand-in\n"
+          "                tests/mindspore_standin by tools/ms_emu_run.py under\n"
+          "                /usr/bin/python3, or $MIGC_PYTHON; a net with an ops.Custom\n"
+          "                kernel or a node it cannot compute is a skip)\n"
           "  --only GLOB   run only the tests whose name matches GLOB (e.g. 'test_conv*')\n"
-          "  --work DIR    the C backend's build folder (default: a new one under /tmp,\n"
+          "  --work DIR    the C or mindspore-emu backend's folder (default: a new one under /tmp,\n"
           "                removed afterwards unless --keep)\n"
-          "  -j N          compile jobs for the C backend (default: the number of CPUs)\n"
+          "  -j N          compile jobs for the C backend, Python processes for mindspore-emu\n"
+          "                (default: the number of CPUs)\n"
           "  --rtol R      relative tolerance (default 1e-3, ONNX's backend default)\n"
           "  --atol A      absolute tolerance (default 1e-7)\n");
 }
@@ -264,7 +270,14 @@ int conf_read_pb(const char *path, mg_model *m, mg_array *a) {
   return rc;
 }
 
-/* Reads test_data_set_* of dir for the C backend's queue; unreadable data is a skip. */
+/* Hands one test to the queue of the backend that batches (C or mindspore-emu). */
+static void queue_test(conf_ctx *cc, const char *name, const char *model_path, mg_array **ins, int *n_ins,
+                       mg_array **exps, int *n_exps, int n_sets) {
+  if (cc->mq) conf_ms_queue(cc, cc->mq, name, model_path, ins, n_ins, exps, n_exps, n_sets);
+  else conf_c_queue(cc, cc->cq, name, model_path, ins, n_ins, exps, n_exps, n_sets);
+}
+
+/* Reads test_data_set_* of dir for a batching backend's queue; unreadable data is a skip. */
 static void queue_test_dir(conf_ctx *cc, const char *dir, const char *name, mg_model *m) {
   mg_graph *g = m->graph;
   mg_array *ins[16], *exps[16];
@@ -310,7 +323,7 @@ static void queue_test_dir(conf_ctx *cc, const char *dir, const char *name, mg_m
     return;
   }
   snprintf(path, sizeof path, "%s/model.onnx", dir);
-  conf_c_queue(cc, cc->cq, name, path, ins, n_ins, exps, n_exps, sets);
+  queue_test(cc, name, path, ins, n_ins, exps, n_exps, sets);
 }
 
 /* One backend test folder. */
@@ -336,7 +349,7 @@ static void run_test_dir(conf_ctx *cc, const char *dir, const char *name) {
       mg_model_free(m);
       return;
     }
-  if (cc->cq) {
+  if (cc->cq || cc->mq) {
     queue_test_dir(cc, dir, name, m);
     mg_model_free(m);
     return;
@@ -419,7 +432,7 @@ static void run_light(conf_ctx *cc, const char *model_path, const char *name) {
       memcpy((char *)a->data + 4 * e, &x, 4);
     }
   }
-  if (cc->cq) {
+  if (cc->cq || cc->mq) {
     mg_array *qin = mg_calloc((size_t)n_in + 1, sizeof *qin), *qexp = mg_calloc(1, sizeof *qexp);
     if (!qin || !qexp) {
       mg_free(qin);
@@ -429,7 +442,7 @@ static void run_light(conf_ctx *cc, const char *model_path, const char *name) {
       memcpy(qin, in, sizeof *in * (size_t)n_in);
       *qexp = exp;
       int nq = n_in, ne = 1;
-      conf_c_queue(cc, cc->cq, name, model_path, &qin, &nq, &qexp, &ne, 1);
+      queue_test(cc, name, model_path, &qin, &nq, &qexp, &ne, 1);
     }
     mg_model_free(m);
     return;
@@ -499,8 +512,9 @@ int cmd_conformance(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
       backend = argv[++i];
-      if (strcmp(backend, "interp") && strcmp(backend, "c")) {
-        fprintf(stderr, "migc conformance: backend '%s' is not available (interp and c are)\n", backend);
+      if (strcmp(backend, "interp") && strcmp(backend, "c") && strcmp(backend, "mindspore-emu")) {
+        fprintf(stderr, "migc conformance: backend '%s' is not available (interp, c and mindspore-emu are)\n",
+                backend);
         return EXIT_BAD_INPUT;
       }
     } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
@@ -532,6 +546,9 @@ int cmd_conformance(int argc, char **argv) {
   if (!strcmp(backend, "c")) {
     cc.cq = conf_c_new(work, keep, jobs);
     if (!cc.cq) return EXIT_BAD_INPUT;
+  } else if (!strcmp(backend, "mindspore-emu")) {
+    cc.mq = conf_ms_new(work, keep, jobs);
+    if (!cc.mq) return EXIT_BAD_INPUT;
   }
   for (int i = 0; i < n_dirs; i++) {
     if (!is_dir(dirs[i])) {
@@ -542,6 +559,7 @@ int cmd_conformance(int argc, char **argv) {
     run_path(&cc, dirs[i]);
   }
   if (cc.cq) conf_c_finish(&cc, cc.cq);
+  if (cc.mq) conf_ms_finish(&cc, cc.mq);
   if (cc.xfailed) printf("(%d of the failures are listed as expected in the xfail file)\n", cc.xfailed);
   printf("%d passed, %d failed, %d skipped\n", cc.passed, cc.failed, cc.skipped);
   for (int i = 0; i < cc.xfail.n; i++) {

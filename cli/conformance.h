@@ -1,11 +1,14 @@
 /* Shared by the conformance runner's files: cmd_conformance.c (test discovery,
- * the interpreter backend, reporting) and conformance_c.c (the C backend). */
+ * the interpreter backend, reporting), conformance_c.c (the C backend) and
+ * conformance_ms.c (the mindspore-emu backend). */
 #ifndef MG_CONFORMANCE_H
 #define MG_CONFORMANCE_H
+#include "infer.h"
 #include "ir.h"
 #include "npy.h"
 
 typedef struct conf_c conf_c;
+typedef struct conf_ms conf_ms;
 
 typedef struct {
   char **names, **reasons;
@@ -18,6 +21,7 @@ typedef struct {
   int passed, failed, skipped, xfailed;
   const char *only;        /* glob: run only tests whose name matches */
   struct conf_c *cq;       /* the C backend's queue; NULL for the interpreter */
+  struct conf_ms *mq;      /* the mindspore-emu backend's queue, or NULL */
 } conf_ctx;
 
 typedef enum { R_PASS, R_FAIL, R_SKIP } result;
@@ -41,4 +45,28 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
                   int *n_inputs, mg_array **expected, int *n_expected, int n_sets);
 /* Builds every queued test into one runner, runs and reports each; frees q. */
 void conf_c_finish(conf_ctx *cc, conf_c *q);
+
+/* Shared by the backends that compile a test for static shapes. Turns the graph
+ * inputs of (imported, unprepared) m that only decide shapes (Reshape's shape,
+ * Slice's starts, a reduction's axes...) into constants holding in[]'s data;
+ * bound[i] marks them by original input index. 1 when any was bound, 0 when none,
+ * -1 on OOM. */
+int conf_bind_int_inputs(mg_model *m, const mg_array *in, int n_in, char *bound);
+/* Shape overrides from in[] for the tensor inputs whose declared shape is not
+ * static; their count (names strdup'ed: conf_free_shapes), or -1. */
+int conf_data_shapes(const mg_model *m, const mg_array *in, int n_in, mg_shape_override *ov);
+void conf_free_shapes(mg_shape_override *ov, int n);
+
+/* The mindspore-emu backend: each queued test is converted at once as
+ * `convert --target mindspore` converts (net.py and model.ckpt under the work
+ * folder), then conf_ms_finish runs every net through the MindSpore stand-in in a
+ * few batched Python processes (tools/ms_emu_run.py) and compares. NULL with a
+ * message when the rules cannot be loaded or the work folder made. */
+conf_ms *conf_ms_new(const char *work_dir, int keep, int jobs);
+/* As conf_c_queue; a net with an ops.Custom kernel or a node it cannot compute is
+ * reported as a skip at once, naming why. */
+void conf_ms_queue(conf_ctx *cc, conf_ms *q, const char *name, const char *model_path, mg_array **inputs,
+                   int *n_inputs, mg_array **expected, int *n_expected, int n_sets);
+/* Runs every queued net, reports each test; frees q. */
+void conf_ms_finish(conf_ctx *cc, conf_ms *q);
 #endif

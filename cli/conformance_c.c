@@ -114,8 +114,9 @@ static int only_shape_uses(const mg_graph *g, const mg_value *v) {
 }
 
 /* Turns graph inputs that only decide shapes (shape_operand) into
- * constants holding set 0's data; bound[i] marks them (by original input index). */
-static int bind_int_inputs(mg_model *m, const mg_array *in, int n_in, char *bound) {
+ * constants holding set 0's data; bound[i] marks them (by original input index).
+ * 1 when any was bound, 0 when none, -1 on OOM. */
+int conf_bind_int_inputs(mg_model *m, const mg_array *in, int n_in, char *bound) {
   mg_graph *g = m->graph;
   int k = 0, any = 0;
   for (int i = 0; i < g->n_inputs; i++) {
@@ -147,7 +148,7 @@ static int bind_int_inputs(mg_model *m, const mg_array *in, int n_in, char *boun
 /* Shape overrides, from set 0's data, for the tensor inputs whose declared shape
  * is not static (a test runs one shape, so its C code may be specialised to it).
  * Returns their count (names strdup'ed: free with free_shapes), or -1. */
-static int data_shapes(const mg_model *m, const mg_array *in, int n_in, mg_shape_override *ov) {
+int conf_data_shapes(const mg_model *m, const mg_array *in, int n_in, mg_shape_override *ov) {
   int n = 0;
   for (int i = 0; i < m->graph->n_inputs && n < 64; i++) {
     const mg_value *v = m->graph->inputs[i];
@@ -171,7 +172,7 @@ static int data_shapes(const mg_model *m, const mg_array *in, int n_in, mg_shape
   return n;
 }
 
-static void free_shapes(mg_shape_override *ov, int n) {
+void conf_free_shapes(mg_shape_override *ov, int n) {
   for (int i = 0; i < n; i++) free((char *)ov[i].name);
 }
 
@@ -204,7 +205,7 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     mg_model_free(m);
     m = NULL;
     if (onnx_import(model_path, &d, &m) || (m->derive_shapes_only = 1, m->graph->n_inputs > 64) ||
-        bind_int_inputs(m, ins[0], n_ins[0], bound) < 0 || (n_ov = data_shapes(m, ins[0], n_ins[0], ov)) < 0 ||
+        conf_bind_int_inputs(m, ins[0], n_ins[0], bound) < 0 || (n_ov = conf_data_shapes(m, ins[0], n_ins[0], ov)) < 0 ||
         mg_prepare(m, ov, n_ov, &d))
       r = R_FAIL;
   }
@@ -248,7 +249,7 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     for (int i = 0; i < t.n_out && t.out_names; i++) free(t.out_names[i]);
     free(t.in_names);
     free(t.out_names);
-    free_shapes(ov, n_ov);
+    conf_free_shapes(ov, n_ov);
     return;
   }
   /* keep the sets whose bound inputs equal set 0's, inputs in run-time order */
@@ -301,7 +302,7 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     q->tests = realloc(q->tests, sizeof *q->tests * (size_t)q->cap);
   }
   q->tests[q->n++] = t;
-  free_shapes(ov, n_ov);
+  conf_free_shapes(ov, n_ov);
 }
 
 /* Runs argv with stdout/stderr to log_path; returns the exit status, or -1. */

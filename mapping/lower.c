@@ -9,6 +9,8 @@
 #include "infer.h"
 #include "passes.h"
 #include "rewrite.h"
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +184,7 @@ static int lower_not(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
-/* ---------- Flatten, Unsqueeze -> Reshape ---------- */
+/* ---------- Flatten, Unsqueeze, Squeeze -> Reshape ---------- */
 
 /* A Reshape to the output's shape; one unknown dim becomes -1. */
 static int lower_to_reshape(lower_ctx *c, mg_node *n) {
@@ -221,11 +223,13 @@ static int lower_constant_of_shape(lower_ctx *c, mg_node *n) {
 /* ---------- grouped Conv (mindspore) -> Split Conv Concat ---------- */
 
 /* The g parts of v along axis (dim d): constants sliced from its data when it is
- * a constant and axis is 0, else a Split node's outputs. */
+ * a constant (not an initializer) and axis is 0, else a Split node's outputs. */
 static void split_parts(lower_ctx *c, const mg_node *n, mg_value *v, int axis, int64_t d, int g, mg_value **parts) {
   int64_t sizes[MAX_GROUPS];
   for (int i = 0; i < g; i++) sizes[i] = d / g;
-  if (v->data && axis == 0 && v->shape.rank >= 1 && mg_shape_is_static(&v->shape)) {
+  /* an initializer stays one parameter, split at run time, so that the checkpoint's
+   * tensor is what the pieces read (a constant slice would leave it unused) */
+  if (v->data && v->kind != MG_V_INIT && axis == 0 && v->shape.rank >= 1 && mg_shape_is_static(&v->shape)) {
     mg_shape s = v->shape;
     s.d[0].v = d / g;
     size_t bytes = v->nbytes / (size_t)g;
@@ -299,6 +303,372 @@ static int lower_slice(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
+/* ---------- Trilu (mindspore) -> Where ---------- */
+
+/* Where(mask, x, 0): the mask of the kept triangle (j - i >= k upper, <= k lower)
+ * over the last two dims, a constant computed here; exact, inf and NaN included. */
+static int lower_trilu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  const mg_shape *s = &x->shape;
+  if (s->rank < 2 || s->d[s->rank - 2].v < 0 || s->d[s->rank - 1].v < 0) return refuse(c, "the last two dims are not static");
+  int64_t rows = s->d[s->rank - 2].v, cols = s->d[s->rank - 1].v, k = 0;
+  if (n->n_in > 1 && n->in[1]) {
+    if (!n->in[1]->data || mg_value_ints(n->in[1], &k, 1) != 1) return refuse(c, "k is not a constant");
+  }
+  if (rows * cols > (int64_t)1 << 24) return refuse(c, "the mask would be too large");
+  int upper = mg_attr_int(n, "upper", 1) != 0;
+  unsigned char *mask = mg_arena_alloc(&c->w.m->arena, (size_t)(rows * cols) + 1);
+  if (!mask) return refuse(c, "out of memory");
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) mask[i * cols + j] = upper ? j - i >= k : j - i <= k;
+  mg_shape ms = {.rank = 2};
+  ms.d[0].v = rows, ms.d[1].v = cols;
+  static const unsigned char zero[16];
+  if (mg_dtype_size(x->dtype) > sizeof zero || x->dtype == MG_STRING) return refuse(c, "a dtype without a zero constant");
+  mg_value *in[3] = {mg_rw_const(&c->w, "trilu_mask", MG_BOOL, &ms, mask, (size_t)(rows * cols)), x,
+                     mg_rw_const(&c->w, "trilu_zero", x->dtype, &SCALAR, zero, mg_dtype_size(x->dtype))};
+  node(c, MG_OP_Where, n, 3, in, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum (mindspore) ---------- */
+
+/* out := op(x) reducing as n does (n's axes input and attributes). */
+static void reduce_as(lower_ctx *c, mg_node *n, mg_op op, mg_value *x, mg_value *out) {
+  mg_value *in[2] = {x, n->n_in > 1 ? n->in[1] : NULL};
+  mg_node *r = mg_rw_node(&c->w, op, n->name, n->n_in > 1 && n->in[1] ? 2 : 1, in, 1, &out);
+  for (int k = 0; k < n->n_attr; k++) append_attr(c, r, &n->attr[k]);
+}
+
+/* ReduceSum(Mul(x, x)). */
+static int lower_reduce_sum_square(lower_ctx *c, mg_node *n) {
+  mg_value *sq = temp(c, n, n->in[0]->dtype), *in[2] = {n->in[0], n->in[0]};
+  node(c, MG_OP_Mul, n, 2, in, 1, &sq);
+  reduce_as(c, n, MG_OP_ReduceSum, sq, n->out[0]);
+  return 1;
+}
+
+/* ReduceSum(Abs(x)). */
+static int lower_reduce_l1(lower_ctx *c, mg_node *n) {
+  mg_value *a = temp(c, n, n->in[0]->dtype);
+  node(c, MG_OP_Abs, n, 1, &n->in[0], 1, &a);
+  reduce_as(c, n, MG_OP_ReduceSum, a, n->out[0]);
+  return 1;
+}
+
+/* Sqrt(ReduceSum(Mul(x, x))), floats only. */
+static int lower_reduce_l2(lower_ctx *c, mg_node *n) {
+  if (!mg_dtype_is_float(n->in[0]->dtype)) return refuse(c, "ReduceL2 of a non-float dtype");
+  mg_value *sq = temp(c, n, n->in[0]->dtype), *sum = temp(c, n, n->in[0]->dtype), *in[2] = {n->in[0], n->in[0]};
+  node(c, MG_OP_Mul, n, 2, in, 1, &sq);
+  reduce_as(c, n, MG_OP_ReduceSum, sq, sum);
+  node(c, MG_OP_Sqrt, n, 1, &sum, 1, &n->out[0]);
+  return 1;
+}
+
+/* Log(ReduceSum(x)), floats only. */
+static int lower_reduce_log_sum(lower_ctx *c, mg_node *n) {
+  if (!mg_dtype_is_float(n->in[0]->dtype)) return refuse(c, "ReduceLogSum of a non-float dtype");
+  mg_value *sum = temp(c, n, n->in[0]->dtype);
+  reduce_as(c, n, MG_OP_ReduceSum, n->in[0], sum);
+  node(c, MG_OP_Log, n, 1, &sum, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- Max, Min, Sum of three or more inputs -> pairs ---------- */
+
+/* ((in0 op in1) op in2) ...: Max, Min and Sum broadcast every input together, so
+ * pairs broadcast to the same shape and compute the same elements. */
+static int lower_variadic(lower_ctx *c, mg_node *n) {
+  mg_op op = n->op == MG_OP_Sum ? MG_OP_Add : n->op;
+  if (n->n_in < 3) return refuse(c, "fewer than three inputs");
+  mg_value *acc = n->in[0];
+  for (int i = 1; i < n->n_in && !c->w.failed; i++) {
+    if (!n->in[i]) return refuse(c, "an omitted input");
+    mg_value *next = i + 1 < n->n_in ? temp(c, n, n->out[0]->dtype) : n->out[0];
+    mg_value *in[2] = {acc, n->in[i]};
+    node(c, op, n, 2, in, 1, &next);
+    acc = next;
+  }
+  return 1;
+}
+
+/* ---------- Gemm (mindspore) -> Transpose MatMul Mul Add ---------- */
+
+/* alpha * A' B' + beta * C, A' and B' transposed as transA and transB say; a Mul
+ * only where alpha or beta is not 1. */
+static int lower_gemm(lower_ctx *c, mg_node *n) {
+  mg_value *a = n->in[0], *b = n->in[1], *cc = n->n_in > 2 ? n->in[2] : NULL;
+  mg_dtype t = n->out[0]->dtype;
+  float alpha = mg_attr_float(n, "alpha", 1), beta = mg_attr_float(n, "beta", 1);
+  if ((alpha != 1 || (cc && beta != 1)) && !mg_dtype_is_float(t)) return refuse(c, "alpha or beta on integers");
+  if (mg_attr_int(n, "transA", 0)) {
+    mg_value *at = temp(c, n, a->dtype);
+    swap_last(c, n, a, 2, at);
+    a = at;
+  }
+  if (mg_attr_int(n, "transB", 0)) {
+    mg_value *bt = temp(c, n, b->dtype);
+    swap_last(c, n, b, 2, bt);
+    b = bt;
+  }
+  int more = alpha != 1 || cc;
+  mg_value *prod = more ? temp(c, n, t) : n->out[0], *mm_in[2] = {a, b};
+  node(c, MG_OP_MatMul, n, 2, mm_in, 1, &prod);
+  if (alpha != 1) {
+    mg_value *scaled = cc ? temp(c, n, t) : n->out[0];
+    mg_value *in[2] = {prod, mg_rw_const_fill(&c->w, "gemm_alpha", t, &SCALAR, alpha)};
+    node(c, MG_OP_Mul, n, 2, in, 1, &scaled);
+    prod = scaled;
+  }
+  if (cc) {
+    if (beta != 1) {
+      mg_value *cb = temp(c, n, t), *in[2] = {cc, mg_rw_const_fill(&c->w, "gemm_beta", t, &SCALAR, beta)};
+      node(c, MG_OP_Mul, n, 2, in, 1, &cb);
+      cc = cb;
+    }
+    mg_value *in[2] = {prod, cc};
+    node(c, MG_OP_Add, n, 2, in, 1, &n->out[0]);
+  }
+  return 1;
+}
+
+/* ---------- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (mindspore) ---------- */
+
+/* An integer scalar constant of dtype t (int32 or int64). */
+static mg_value *int_scalar(lower_ctx *c, const char *base, mg_dtype t, int64_t v) {
+  int32_t v32 = (int32_t)v;
+  return t == MG_I32 ? mg_rw_const(&c->w, base, t, &SCALAR, &v32, 4) : mg_rw_const(&c->w, base, MG_I64, &SCALAR, &v, 8);
+}
+
+/* out := a reduction of x over every axis to a scalar (keepdims 0). */
+static void reduce_all(lower_ctx *c, const mg_node *n, mg_op op, mg_value *x, mg_value *out) {
+  mg_node *r = mg_rw_node(&c->w, op, n->name, 1, &x, 1, &out);
+  mg_rw_attr_int(&c->w, r, "keepdims", 0);
+  fill_defaults(c, r);
+}
+
+/* loss[n, d...] = -input[n, target[n, d...], d...] * weight[target] (0 where target
+ * is ignore_index), then none / sum / mean (the sum over the weights taken):
+ * ONNX's definition, with every index made valid before a gather reads it. */
+static int lower_nll(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0], *t = n->in[1], *w = n->n_in > 2 ? n->in[2] : NULL;
+  const char *red = mg_attr_str(n, "reduction", "mean");
+  const mg_attr *ii = mg_node_attr(n, "ignore_index");
+  mg_dtype ft = x->dtype, it = t->dtype;
+  if (!mg_dtype_is_float(ft) || (it != MG_I64 && it != MG_I32)) return refuse(c, "a non-float input or non-int target");
+  if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean")) return refuse(c, "an unknown reduction");
+  if (!mg_shape_is_static(&t->shape) || x->shape.rank != t->shape.rank + 1 || t->shape.rank > MG_MAX_RANK - 1)
+    return refuse(c, "the target's shape is not static");
+  int64_t tdims[MG_MAX_RANK], udims[MG_MAX_RANK];
+  int r = t->shape.rank;
+  for (int k = 0; k < r; k++) tdims[k] = t->shape.d[k].v;
+  udims[0] = tdims[0], udims[1] = 1;
+  for (int k = 1; k < r; k++) udims[k + 1] = tdims[k];
+  mg_value *mask = NULL, *safe = t;
+  if (ii) {
+    mg_value *eq_in[2] = {t, int_scalar(c, "nll_ignore_index", it, ii->i)};
+    mask = temp(c, n, MG_BOOL);
+    node(c, MG_OP_Equal, n, 2, eq_in, 1, &mask);
+    mg_value *wh_in[3] = {mask, int_scalar(c, "nll_zero_index", it, 0), t};
+    safe = temp(c, n, it);
+    node(c, MG_OP_Where, n, 3, wh_in, 1, &safe);
+  }
+  mg_value *tu = temp(c, n, it), *ru_in[2] = {safe, mg_rw_const_i64(&c->w, "nll_index_shape", udims, r + 1, 1)};
+  node(c, MG_OP_Reshape, n, 2, ru_in, 1, &tu);
+  mg_value *picked = temp(c, n, ft), *ge_in[2] = {x, tu};
+  mg_node *ge = mg_rw_node(&c->w, MG_OP_GatherElements, n->name, 2, ge_in, 1, &picked);
+  mg_rw_attr_int(&c->w, ge, "axis", 1);
+  fill_defaults(c, ge);
+  mg_value *flat = temp(c, n, ft), *rf_in[2] = {picked, mg_rw_const_i64(&c->w, "nll_loss_shape", tdims, r, 1)};
+  node(c, MG_OP_Reshape, n, 2, rf_in, 1, &flat);
+  mg_value *neg = temp(c, n, ft);
+  node(c, MG_OP_Neg, n, 1, &flat, 1, &neg);
+  mg_value *wt = NULL;
+  if (w) {
+    mg_value *g_in[2] = {w, safe};
+    wt = temp(c, n, ft);
+    node(c, MG_OP_Gather, n, 2, g_in, 1, &wt);
+  }
+  if (mask) {
+    mg_value *zero = mg_rw_const_fill(&c->w, "nll_zero", ft, &SCALAR, 0);
+    mg_value *keep = wt ? wt : mg_rw_const_fill(&c->w, "nll_one", ft, &SCALAR, 1);
+    mg_value *wh_in[3] = {mask, zero, keep}, *masked = temp(c, n, ft);
+    node(c, MG_OP_Where, n, 3, wh_in, 1, &masked);
+    wt = masked;
+  }
+  int none = !strcmp(red, "none");
+  mg_value *loss = neg;
+  if (wt) {
+    mg_value *m_in[2] = {neg, wt};
+    loss = none ? n->out[0] : temp(c, n, ft);
+    node(c, MG_OP_Mul, n, 2, m_in, 1, &loss);
+  } else if (none) {
+    mg_value *id_in[2] = {neg, mg_rw_const_i64(&c->w, "nll_loss_shape", tdims, r, 1)};
+    node(c, MG_OP_Reshape, n, 2, id_in, 1, &n->out[0]);
+  }
+  if (none) return 1;
+  if (!strcmp(red, "sum")) {
+    reduce_all(c, n, MG_OP_ReduceSum, loss, n->out[0]);
+  } else if (!wt) {
+    reduce_all(c, n, MG_OP_ReduceMean, loss, n->out[0]);
+  } else {
+    mg_value *num = temp(c, n, ft), *den = temp(c, n, ft);
+    reduce_all(c, n, MG_OP_ReduceSum, loss, num);
+    reduce_all(c, n, MG_OP_ReduceSum, wt, den);
+    mg_value *d_in[2] = {num, den};
+    node(c, MG_OP_Div, n, 2, d_in, 1, &n->out[0]);
+  }
+  return 1;
+}
+
+/* NegativeLogLikelihoodLoss(LogSoftmax(scores, axis 1), labels, weights), the
+ * log-probabilities being the second output when the node has one. */
+static int lower_sce(lower_ctx *c, mg_node *n) {
+  mg_value *scores = n->in[0];
+  if (!mg_dtype_is_float(scores->dtype)) return refuse(c, "non-float scores");
+  mg_value *lp = n->n_out > 1 && n->out[1] ? n->out[1] : temp(c, n, scores->dtype);
+  mg_node *ls = mg_rw_node(&c->w, MG_OP_LogSoftmax, n->name, 1, &scores, 1, &lp);
+  mg_rw_attr_int(&c->w, ls, "axis", 1);
+  fill_defaults(c, ls);
+  mg_value *in[3] = {lp, n->in[1], n->n_in > 2 ? n->in[2] : NULL};
+  mg_node *nll = mg_rw_node(&c->w, MG_OP_NegativeLogLikelihoodLoss, n->name, in[2] ? 3 : 2, in, 1, &n->out[0]);
+  for (int k = 0; k < n->n_attr; k++) append_attr(c, nll, &n->attr[k]);
+  return 1;
+}
+
+/* ---------- ArgMax, ArgMin with select_last_index (mindspore) -> Slice ArgMax Sub ---------- */
+
+/* The last extreme index is (d - 1) - the first one in the reversed axis. */
+static int lower_arg_last(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  int64_t axis = mg_attr_int(n, "axis", 0), rank = x->shape.rank;
+  if (rank < 1) return refuse(c, "the input rank is unknown or 0");
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || x->shape.d[axis].v < 1) return refuse(c, "the axis length is not static");
+  int64_t start = -1, end = INT64_MIN, step = -1, last = x->shape.d[axis].v - 1;
+  mg_value *rev = temp(c, n, x->dtype);
+  mg_value *sl_in[5] = {x, mg_rw_const_i64(&c->w, "arg_start", &start, 1, 1), mg_rw_const_i64(&c->w, "arg_end", &end, 1, 1),
+                        mg_rw_const_i64(&c->w, "arg_axis", &axis, 1, 1), mg_rw_const_i64(&c->w, "arg_step", &step, 1, 1)};
+  node(c, MG_OP_Slice, n, 5, sl_in, 1, &rev);
+  mg_value *idx = temp(c, n, MG_I64);
+  mg_node *a = mg_rw_node(&c->w, n->op, n->name, 1, &rev, 1, &idx);
+  for (int k = 0; k < n->n_attr; k++)
+    if (strcmp(n->attr[k].name, "select_last_index")) append_attr(c, a, &n->attr[k]);
+  mg_rw_attr_int(&c->w, a, "select_last_index", 0);
+  mg_value *sub_in[2] = {mg_rw_const_i64(&c->w, "arg_last", &last, 1, 0), idx};
+  node(c, MG_OP_Sub, n, 2, sub_in, 1, &n->out[0]);
+  return 1;
+}
+
+/* ---------- activations without a matching API (mindspore) -> Where ---------- */
+
+/* A scalar constant of float dtype t; a refusal (NULL) for other dtypes. */
+static mg_value *fconst(lower_ctx *c, const char *base, mg_dtype t, double v) {
+  return mg_rw_const_fill(&c->w, base, t, &SCALAR, v);
+}
+
+/* out := op(a, b) for a binary op. */
+static mg_value *bin(lower_ctx *c, const mg_node *n, mg_op op, mg_value *a, mg_value *b, mg_dtype t, mg_value *out) {
+  mg_value *in[2] = {a, b}, *y = out ? out : temp(c, n, t);
+  node(c, op, n, 2, in, 1, &y);
+  return y;
+}
+
+/* out := Where(cond, a, b). */
+static void where(lower_ctx *c, const mg_node *n, mg_value *cond, mg_value *a, mg_value *b, mg_value *out) {
+  mg_value *in[3] = {cond, a, b};
+  node(c, MG_OP_Where, n, 3, in, 1, &out);
+}
+
+/* ThresholdedRelu: Where(x > alpha, x, 0). */
+static int lower_thresholded_relu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_value *alpha = fconst(c, "thresholded_relu_alpha", x->dtype, mg_attr_float(n, "alpha", 1)),
+           *zero = fconst(c, "thresholded_relu_zero", x->dtype, 0);
+  if (!alpha || !zero) return refuse(c, "a non-float dtype");
+  where(c, n, bin(c, n, MG_OP_Greater, x, alpha, MG_BOOL, NULL), x, zero, n->out[0]);
+  return 1;
+}
+
+/* Shrink: x + bias where x < -lambd, x - bias where x > lambd, else 0. */
+static int lower_shrink(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_dtype t = x->dtype;
+  double l = mg_attr_float(n, "lambd", 0.5f), b = mg_attr_float(n, "bias", 0);
+  mg_value *neg_l = fconst(c, "shrink_neg_lambd", t, -l), *pos_l = fconst(c, "shrink_lambd", t, l),
+           *bias = fconst(c, "shrink_bias", t, b), *zero = fconst(c, "shrink_zero", t, 0);
+  if (!neg_l || !pos_l || !bias || !zero) return refuse(c, "a non-float dtype");
+  mg_value *hi = temp(c, n, t);
+  where(c, n, bin(c, n, MG_OP_Greater, x, pos_l, MG_BOOL, NULL), bin(c, n, MG_OP_Sub, x, bias, t, NULL), zero, hi);
+  where(c, n, bin(c, n, MG_OP_Less, x, neg_l, MG_BOOL, NULL), bin(c, n, MG_OP_Add, x, bias, t, NULL), hi, n->out[0]);
+  return 1;
+}
+
+/* Elu with any alpha: Where(x < 0, alpha * (exp(x) - 1), x). Selu: gamma times
+ * Where(x > 0, x, alpha * (exp(x) - 1)). */
+static int lower_elu_selu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_dtype t = x->dtype;
+  int selu = n->op == MG_OP_Selu;
+  double alpha = mg_attr_float(n, "alpha", selu ? 1.67326319217681884765625f : 1.0f);
+  mg_value *a = fconst(c, "elu_alpha", t, alpha), *one = fconst(c, "elu_one", t, 1), *zero = fconst(c, "elu_zero", t, 0);
+  mg_value *g = selu ? fconst(c, "selu_gamma", t, mg_attr_float(n, "gamma", 1.05070102214813232421875f)) : one;
+  if (!a || !one || !zero || !g) return refuse(c, "a non-float dtype");
+  mg_value *e = temp(c, n, t);
+  node(c, MG_OP_Exp, n, 1, &x, 1, &e);
+  mg_value *neg = bin(c, n, MG_OP_Mul, a, bin(c, n, MG_OP_Sub, e, one, t, NULL), t, NULL);
+  if (!selu) {
+    where(c, n, bin(c, n, MG_OP_Less, x, zero, MG_BOOL, NULL), neg, x, n->out[0]);
+    return 1;
+  }
+  mg_value *pos = temp(c, n, t);
+  where(c, n, bin(c, n, MG_OP_Greater, x, zero, MG_BOOL, NULL), x, neg, pos);
+  bin(c, n, MG_OP_Mul, g, pos, t, n->out[0]);
+  return 1;
+}
+
+/* PRelu with any broadcastable slope: Where(x < 0, x * slope, x). */
+static int lower_prelu(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  mg_value *zero = fconst(c, "prelu_zero", x->dtype, 0);
+  if (!zero) return refuse(c, "a non-float dtype");
+  where(c, n, bin(c, n, MG_OP_Less, x, zero, MG_BOOL, NULL), bin(c, n, MG_OP_Mul, x, n->in[1], x->dtype, NULL), x,
+        n->out[0]);
+  return 1;
+}
+
+/* IsInf: Equal(Abs(x), inf) for both signs, Equal(x, +inf) or Equal(x, -inf) for
+ * one, Equal(x, NaN) (false everywhere) for neither. */
+static int lower_isinf(lower_ctx *c, mg_node *n) {
+  mg_value *x = n->in[0];
+  int pos = mg_attr_int(n, "detect_positive", 1) != 0, neg = mg_attr_int(n, "detect_negative", 1) != 0;
+  double inf = (double)INFINITY, v = pos && neg ? inf : pos ? inf : neg ? -inf : (double)NAN;
+  mg_value *k = fconst(c, "isinf_limit", x->dtype, v);
+  if (!k) return refuse(c, "a non-float dtype");
+  mg_value *a = x;
+  if (pos && neg) {
+    a = temp(c, n, x->dtype);
+    node(c, MG_OP_Abs, n, 1, &x, 1, &a);
+  }
+  bin(c, n, MG_OP_Equal, a, k, MG_BOOL, n->out[0]);
+  return 1;
+}
+
+/* Mean of two or more inputs: their pairwise Sum divided by the count. */
+static int lower_mean(lower_ctx *c, mg_node *n) {
+  mg_dtype t = n->out[0]->dtype;
+  mg_value *k = fconst(c, "mean_count", t, n->n_in);
+  if (!k || n->n_in < 2) return refuse(c, "a non-float dtype or one input");
+  mg_value *acc = n->in[0];
+  for (int i = 1; i < n->n_in; i++) {
+    if (!n->in[i]) return refuse(c, "an omitted input");
+    acc = bin(c, n, MG_OP_Add, acc, n->in[i], t, NULL);
+  }
+  bin(c, n, MG_OP_Div, acc, k, t, n->out[0]);
+  return 1;
+}
+
 /* ---------- the driver ---------- */
 
 static const struct {
@@ -315,6 +685,28 @@ static const struct {
     {MG_OP_ConstantOfShape, "Expand", lower_constant_of_shape},
     {MG_OP_Conv, "Split Conv Concat", lower_grouped_conv},
     {MG_OP_Slice, "Range Gather", lower_slice},
+    {MG_OP_Squeeze, "Reshape", lower_to_reshape},
+    {MG_OP_Trilu, "Where", lower_trilu},
+    {MG_OP_ReduceSumSquare, "Mul ReduceSum", lower_reduce_sum_square},
+    {MG_OP_ReduceL1, "Abs ReduceSum", lower_reduce_l1},
+    {MG_OP_ReduceL2, "Mul ReduceSum Sqrt", lower_reduce_l2},
+    {MG_OP_ReduceLogSum, "ReduceSum Log", lower_reduce_log_sum},
+    {MG_OP_Max, "Max", lower_variadic},
+    {MG_OP_Min, "Min", lower_variadic},
+    {MG_OP_Sum, "Add", lower_variadic},
+    {MG_OP_Gemm, "Transpose MatMul Mul Add", lower_gemm},
+    {MG_OP_NegativeLogLikelihoodLoss, "Equal Where Reshape GatherElements Neg Gather Mul ReduceSum ReduceMean Div",
+     lower_nll},
+    {MG_OP_SoftmaxCrossEntropyLoss, "LogSoftmax NegativeLogLikelihoodLoss", lower_sce},
+    {MG_OP_ArgMax, "Slice ArgMax Sub", lower_arg_last},
+    {MG_OP_ArgMin, "Slice ArgMin Sub", lower_arg_last},
+    {MG_OP_ThresholdedRelu, "Greater Where", lower_thresholded_relu},
+    {MG_OP_Shrink, "Greater Less Sub Add Where", lower_shrink},
+    {MG_OP_Elu, "Exp Sub Mul Less Where", lower_elu_selu},
+    {MG_OP_Selu, "Exp Sub Mul Greater Where", lower_elu_selu},
+    {MG_OP_PRelu, "Less Mul Where", lower_prelu},
+    {MG_OP_Mean, "Add Div", lower_mean},
+    {MG_OP_IsInf, "Abs Equal", lower_isinf},
 };
 
 /* The recipe for op decomposed into `into`, or NULL. */

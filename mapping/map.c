@@ -155,11 +155,32 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
     return 0;
   }
   case REQ_PRESENT: {
-    int given = q->input < n->n_in && n->in[q->input] != NULL;
-    const char *want = q->n_values ? q->values[0] : "optional";
-    if (!strcmp(want, "optional") || given == !strcmp(want, "required")) return 1;
+    /* any listed word holds: required, optional, absent, or initializer (a graph
+     * initializer: a layer's parameter the checkpoint holds, not a run-time value;
+     * constant: its value known at conversion, an initializer or a constant) */
+    const mg_value *v = q->input < n->n_in ? n->in[q->input] : NULL;
+    int given = v != NULL, init = v && v->kind == MG_V_INIT;
+    for (int i = 0; i < q->n_values; i++) {
+      const char *want = q->values[i];
+      if (!strcmp(want, "optional") || (!strcmp(want, "required") && given) || (!strcmp(want, "absent") && !given) ||
+          (!strcmp(want, "initializer") && init) || (!strcmp(want, "constant") && given && v->data))
+        return 1;
+    }
+    if (!q->n_values) return 1;
+    int asks_init = 0;
+    for (int i = 0; i < q->n_values; i++) asks_init |= !strcmp(q->values[i], "initializer") || !strcmp(q->values[i], "constant");
     *status = MAP_UNSUPPORTED_ATTR;
-    snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input, given ? "given" : "absent", want);
+    snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input,
+             !given ? "absent" : !asks_init ? "given" : init ? "an initializer" : v->data ? "a constant" : "a run-time value", allowed);
+    return 0;
+  }
+  case REQ_OUTPUT: {
+    /* a call that returns fewer values than the node has outputs (nn.Dropout's
+     * mask, nn.MaxPool2d's indices, nn.LayerNorm's mean) */
+    const mg_value *y = q->input < n->n_out ? n->out[q->input] : NULL;
+    if (!y || !y->n_uses) return 1;
+    *status = MAP_UNSUPPORTED_ATTR;
+    snprintf(why, wn, "output %d ('%s') is used; the rule's call does not return it", q->input, y->name);
     return 0;
   }
   case REQ_STATIC:

@@ -3,12 +3,13 @@
 #define MG_MAPPING_INTERNAL_H
 #include "mapping.h"
 
-typedef enum { REQ_ATTR, REQ_DTYPE, REQ_RANK, REQ_STATIC, REQ_PRESENT } req_kind;
+typedef enum { REQ_ATTR, REQ_DTYPE, REQ_RANK, REQ_STATIC, REQ_PRESENT, REQ_OUTPUT } req_kind;
 
 typedef struct {
   req_kind kind;
   const char *attr;     /* REQ_ATTR */
-  int input;            /* REQ_PRESENT: the input's index; values[0] required|optional|absent */
+  int input;            /* REQ_PRESENT: the input's index; values[0] required|optional|absent;
+                           REQ_OUTPUT: the output's index (values[0] unused) */
   const char **values;  /* allowed values */
   int n_values;
 } requirement;

@@ -183,6 +183,7 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
       requirement q = {0};
       char *attr = prop(rs, c, "attr"), *values = prop(rs, c, "values"), *dtype = prop(rs, c, "dtype");
       char *rank = prop(rs, c, "rank"), *stat = prop(rs, c, "static"), *input = prop(rs, c, "input");
+      char *output = prop(rs, c, "output");
       if (attr && values) {
         q.kind = REQ_ATTR, q.attr = attr;
         q.n_values = split_list(rs, values, &q.values);
@@ -201,13 +202,32 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
         char *present = prop(rs, c, "present"), *end = NULL;
         long idx = strtol(input, &end, 10);
         if (!end || *end || idx < 0 || idx > 64) BAD(c, "input must be an input index, got '%s'", input);
-        if (!present || (strcmp(present, "required") && strcmp(present, "optional") && strcmp(present, "absent")))
-          BAD(c, "<require input> needs present=\"required\", \"optional\" or \"absent\"");
+        int known = present != NULL;
+        for (const char *w = present; known && *w;) { /* a list: any of the words holds */
+          size_t len = strcspn(w, " ");
+          known = (len == 8 && !strncmp(w, "required", 8)) || (len == 8 && !strncmp(w, "optional", 8)) ||
+                  (len == 6 && !strncmp(w, "absent", 6)) || (len == 11 && !strncmp(w, "initializer", 11)) ||
+                  (len == 8 && !strncmp(w, "constant", 8));
+          w += len;
+          w += strspn(w, " ");
+        }
+        if (!known)
+          BAD(c, "<require input> needs present=\"required\", \"optional\", \"absent\", \"initializer\" "
+                 "or \"constant\" (or a list of them)");
         if (rc) continue;
         q.kind = REQ_PRESENT, q.input = (int)idx;
         q.n_values = split_list(rs, present, &q.values);
+      } else if (output) {
+        /* <require output="N" present="unused"/>: output N is absent or read by nothing */
+        char *present = prop(rs, c, "present"), *end = NULL;
+        long idx = strtol(output, &end, 10);
+        if (!end || *end || idx < 0 || idx > 64) BAD(c, "output must be an output index, got '%s'", output);
+        if (!present || strcmp(present, "unused")) BAD(c, "<require output> needs present=\"unused\"");
+        if (rc) continue;
+        q.kind = REQ_OUTPUT, q.input = (int)idx;
+        q.n_values = split_list(rs, present, &q.values);
       } else {
-        BAD(c, "<require> needs attr+values, dtype, rank, static or input");
+        BAD(c, "<require> needs attr+values, dtype, rank, static, input or output");
         continue;
       }
       if (q.n_values < 0) return -1;

@@ -589,6 +589,26 @@ int ev_float(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   return 0;
 }
 
+/* int(X): a number (a one-element integer constant: CumSum's axis, TopK's k) as a
+ * Python int; a float that is not integral is refused. */
+int ev_int(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  int fl;
+  int64_t i;
+  double f;
+  if (argc != 1 || ev_number(&argv[0], &fl, &i, &f) || (fl && f != (double)(int64_t)f))
+    return ev_fail(c, MAP_UNSUPPORTED_ATTR, "int(X) needs an integral number in '%s'", c->expr);
+  ev_set_int(out, fl ? (int64_t)f : i);
+  return 0;
+}
+
+/* ints(X): the elements of a constant integer tensor (Tile's repeats) as a tuple. */
+int ev_ints(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  if (argc != 1 || argv[0].kind != MV_TENSOR || argv[0].ref.role != MAP_REF_CONST || !argv[0].ref.ints ||
+      argv[0].ref.n_elems < 0 || argv[0].ref.n_elems > MG_MAX_RANK)
+    return ev_fail(c, MAP_UNSUPPORTED_ATTR, "ints(X) needs a constant integer tensor in '%s'", c->expr);
+  return ev_set_ints(c, out, argv[0].ref.ints, (int)argv[0].ref.n_elems);
+}
+
 /* The dtype argument of ms_dtype/acl_dtype: a dtype, or an ONNX dtype id. */
 static int dtype_arg(ev_ctx *c, const char *id, int argc, const map_value *argv, mg_dtype *t) {
   if (argc == 1 && argv[0].kind == MV_DTYPE) return *t = argv[0].dtype, 0;

@@ -138,6 +138,14 @@ int ev_pads_hw(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   return ev_set_ints(c, out, p, k);
 }
 
+/* ConvTranspose's output_padding per spatial axis, 0 where absent. */
+int ev_output_padding(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  (void)argc, (void)argv;
+  int64_t v[MG_MAX_RANK];
+  int k;
+  return per_axis(c, "output_padding", 0, v, &k) ? -1 : ev_set_ints(c, out, v, k);
+}
+
 int ev_zeros_spatial(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   (void)argc, (void)argv;
   int64_t z[MG_MAX_RANK] = {0};
@@ -203,8 +211,8 @@ int ev_pads_torch(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   return ev_set_ints(c, out, t, n);
 }
 
-/* ReduceMean's axes input, non-negative; omitted: None (mindspore) or an empty
- * list (aclnn). */
+/* A reduction's axes input, non-negative; omitted or empty: None (mindspore) or an
+ * empty list (aclnn). */
 int ev_reduce_axes(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   (void)argc, (void)argv;
   int64_t ax[MG_MAX_RANK];
@@ -214,6 +222,8 @@ int ev_reduce_axes(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
       ev_rank_of(c, ev_need_in(c, 0, "reduce_axes"), "reduce_axes", &rank) ||
       normalise_axes(c, "reduce_axes", ax, n, rank))
     return -1;
+  /* empty axes reduce every axis (the rules require noop_with_empty_axes 0): None */
+  if (!n && !c->ascend) return memset(out, 0, sizeof *out), 0;
   return ev_set_ints(c, out, ax, n);
 }
 
@@ -312,8 +322,18 @@ int ev_resize_size(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   if (!es || scales->nbytes / es != (size_t)rank)
     return ev_fail(c, MAP_UNSUPPORTED_ATTR, "resize_size: scales does not have %d values", rank);
   if (ev_static_dims(c, x, "resize_size", dims, &rank)) return -1;
-  for (int r = 2; r < rank; r++)
-    sz[r - 2] = (int64_t)((double)dims[r] * mg_load_f64(scales->dtype, (const char *)scales->data + (size_t)r * es));
+  const char *ctm = mg_attr_str(c->n, "coordinate_transformation_mode", "half_pixel");
+  for (int r = 2; r < rank; r++) {
+    double scale = mg_load_f64(scales->dtype, (const char *)scales->data + (size_t)r * es);
+    double exact = (double)dims[r] * scale;
+    sz[r - 2] = (int64_t)exact;
+    /* ONNX maps coordinates by the scale, an explicit size by in/out: the same
+     * only when the scale gives a whole length (align_corners uses the lengths) */
+    if (!c->ascend && exact != (double)sz[r - 2] && strcmp(ctm, "align_corners"))
+      return ev_fail(c, MAP_UNSUPPORTED_ATTR,
+                     "resize_size: scale %g of axis %d gives length %g, not whole: ONNX maps coordinates by the "
+                     "scale, an output size maps them by the lengths' ratio", scale, r, exact);
+  }
   return ev_set_ints(c, out, sz, rank - 2);
 }
 

@@ -51,6 +51,7 @@ suite "MindSpore stand-in: strict API table bindings, pitfalls against torch, .c
 suite "MindSpore net.py through the stand-in agrees with torch (tiny_cnn, resnet18, mobilenet_v2)" bash tests/e2e/mindspore_net.sh "$BUILD"
 suite "MindSpore verify --backend mindspore-emu: forward and gradients through the stand-in, mutations fail" bash tests/e2e/mindspore_verify.sh "$BUILD"
 suite "MindSpore custom ops: nodes without a rule run as ops.Custom AOT CPU kernels through the stand-in" bash tests/e2e/mindspore_custom.sh "$BUILD"
+suite "MindSpore conformance (mindspore-emu): node >= 600 through the stand-in, every other test listed with its reason" bash tests/e2e/mindspore_conformance.sh "$BUILD/migc"
 suite "MindSpore harmful mutations fail the parity check (padding order, LayerNorm eps, BatchNorm momentum, dropped axis)" bash tests/e2e/mindspore_mutations.sh "$BUILD"
 suite "MindSpore package: config.json schema, ModelArts service 200/400, export.py, Lite/ATC command lines, hostile names" bash tests/e2e/mindspore_package.sh "$BUILD"
 suite "coverage says what convert does (zoo both styles, conformance; with and without --input-shape)" bash tests/e2e/coverage_agreement.sh "$BUILD"

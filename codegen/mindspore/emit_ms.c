@@ -670,7 +670,11 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
   }
   int is_cell = rule_kind(p->rule) && !strcmp(rule_kind(p->rule), "cell");
   cg_buf args = {0};
-  int first = 1;
+  int first = 1, star = -1;
+  /* Python binds *args before keywords: the arguments before a *args one are
+   * passed by position (ops.einsum(equation, *operands)) */
+  for (int i = 0; i < p->n_args && star < 0; i++)
+    if (p->args[i].name[0] == '*') star = i;
   for (int i = 0; i < p->n_args; i++) {
     const map_arg *a = &p->args[i];
     const char *e = value_expr(c, n, &a->value, &why);
@@ -679,6 +683,7 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
       break;
     }
     if (a->name[0] == '*') cg_buf_printf(&args, "%s*%s", first ? "" : ", ", e);
+    else if (i < star) cg_buf_printf(&args, "%s%s", first ? "" : ", ", e);
     else cg_buf_printf(&args, "%s%s=%s", first ? "" : ", ", a->name, e);
     first = 0;
   }

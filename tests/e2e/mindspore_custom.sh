@@ -22,7 +22,7 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 PY=/usr/bin/python3
 export PYTHONPATH=$ROOT/tests/mindspore_standin
 $PY tests/fixtures/make_custom_models.py "$fx" || { echo "fixture failed"; exit 1; }
-CUSTOM="fmod_float mod_int hard_sigmoid scatter topk" # the nodes with no usable MindSpore rule
+CUSTOM="cumsum_excl cumsum_rev hardmax scatter topk" # the nodes with no usable MindSpore rule
 
 out=$work/out
 "$MIGC" convert "$fx/custom_ops.onnx" --target mindspore -o "$out" > "$work/convert.log" 2>&1
@@ -69,7 +69,7 @@ if make -s -C "$out/mindspore/custom" > "$work/make.log" 2>&1 && [ -f "$out/mind
     bad "exported symbols: '$exported', want '$want'"
 else bad "make -C custom: $(tail -3 "$work/make.log")"; fi
 
-# inputs with both signs, so that fmod (dividend's sign) and mod (divisor's) differ
+# inputs with both signs
 $PY - "$work" <<'PY'
 import sys
 import numpy as np
@@ -89,23 +89,26 @@ g = onnx.load(model).graph
 const = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in g.node if n.op_type == "Constant"}
 w = {t.name: numpy_helper.to_array(t) for t in g.initializer}
 x, n, u = (np.load("%s/%s.npy" % (work, k)) for k in "xnu")
-fm = np.fmod(np.maximum(x, 0), const["c1"])              # Mod fmod=1: C fmod, the dividend's sign
-im = np.mod(n, const["c2"])                              # Mod fmod=0: the divisor's sign
+r = np.maximum(x, 0)
+fm = np.cumsum(r, axis=int(const["c1"])) - r            # CumSum exclusive: the sum before each element
+ax = int(const["c2"])
+im = np.flip(np.cumsum(np.flip(n, ax), ax), ax)          # CumSum reverse: the sum from each element on
 s = fm + x
 order = np.argsort(-s, axis=-1, kind="stable")[..., :int(const["k"][0])]  # TopK: largest first, ties to the lower index
 tv, ti = np.take_along_axis(s, order, -1), order
 t = s + im.astype(np.float32)
-hs = np.clip(0.2 * (u @ w["fc.weight"].T + w["fc.bias"]) + 0.5, 0, 1)  # HardSigmoid(alpha 0.2, beta 0.5) of Gemm
+g = u @ w["fc.weight"].T + w["fc.bias"]
+hs = np.eye(g.shape[-1], dtype=np.float32)[np.argmax(g, -1)]  # Hardmax of Gemm: 1 at the first maximum
 for (i, j), row in zip(const["idx"], hs):               # ScatterND: whole rows of the last axis
     t[i, j, :] = row
 y = 1 / (1 + np.exp(-t.astype(np.float64)))
 got_y, got_im, got_tv, got_ti = (np.load("%s/%s.npy" % (outdir, f)) for f in ("0_y", "1_im", "2_tv", "3_ti"))
 err = np.abs(got_y - y).max()
 if got_im.dtype != np.int64 or not np.array_equal(got_im, im):
-    print("FAIL im differs from numpy's mod at %d of %d" % (int((got_im != im).sum()), im.size))
+    print("FAIL im differs from numpy's reversed cumsum at %d of %d" % (int((got_im != im).sum()), im.size))
 elif got_ti.dtype != np.int64 or not np.array_equal(got_ti, ti) or not np.array_equal(got_tv, tv):
     print("FAIL TopK's two outputs differ from numpy's: %s %s" % (got_ti.ravel()[:6], ti.ravel()[:6]))
-elif got_y.dtype != np.float32 or err > 1e-6:
+elif got_y.dtype != np.float32 or err > 1e-5:
     print("FAIL y differs from numpy by %.3g" % err)
 else:
     print("ok max |y - numpy| %.2g, im and TopK's two outputs exact" % err)
@@ -121,10 +124,10 @@ if run "$out" "$out/mindspore"; then
   [[ $r == ok* ]] && ok "run.py under the stand-in, run from another folder, computes ONNX's values: ${r#ok }" ||
     bad "numbers: $r"
 else bad "run.py: $(tail -3 "$work/run.log")"; fi
-# the comparison can fail: the fmod kernel fed x instead of relu(x)
+# the comparison can fail: the exclusive-cumsum kernel fed x instead of relu(x)
 cp -r "$out" "$work/mut"
 xname=$(grep -oP 'def construct\(self, \K[A-Za-z0-9_]+' "$net")
-sed -i -E "s/self\.custom_fmod_float\(v[0-9]+_r\)/self.custom_fmod_float($xname)/" "$work/mut/mindspore/net.py"
+sed -i -E "s/self\.custom_cumsum_excl\(v[0-9]+_r\)/self.custom_cumsum_excl($xname)/" "$work/mut/mindspore/net.py"
 if ! cmp -s "$net" "$work/mut/mindspore/net.py" && run "$work/mut" "$work/mut/mindspore" &&
    [[ $(reference "$work/mut/res") == FAIL* ]]; then ok "a custom op fed the wrong value fails the comparison"
 else bad "the mutated net was not caught"; fi
@@ -148,7 +151,7 @@ for f in files:
                 sys.exit(print("FAIL %s: %s is %s" % (f, o["op"], o["status"]["mindspore"])))
             if o["status"]["cpu"] != "supported":
                 sys.exit(print("FAIL %s: %s on cpu is %s (%s)" % (f, o["op"], o["status"]["cpu"], o["reason"]["cpu"])))
-        if o["op"] in ("Mod", "ScatterND") and not o["suggestion"]["mindspore"]:
+        if o["op"] in ("Hardmax", "ScatterND") and not o["suggestion"]["mindspore"]:
             sys.exit(print("FAIL %s: no suggestion for %s" % (f, o["op"])))
     if any(b["by_target"].get("mindspore") for b in json.load(open(f))["summary"]["blocking_ops"]):
         sys.exit(print("FAIL %s: a custom op counted as blocking" % f))
@@ -171,11 +174,11 @@ rc=$?
 
 # a node reading a checkpoint parameter is no custom op: reported, and net.py raises there
 "$MIGC" convert "$fx/custom_param.onnx" --target mindspore -o "$work/param" > "$work/param.log" 2>&1
-if grep -q "^error\[unsupported\]: node 'mod_param' (Mod): mindspore: .*no ops.Custom either: it reads checkpoint parameter 'divisor'" "$work/param.log" &&
-   grep -q "raise NotImplementedError(\"node 'mod_param'" "$work/param/mindspore/net.py" &&
+if grep -q "^error\[unsupported\]: node 'scatter_param' (ScatterND): mindspore: .*no ops.Custom either: it reads checkpoint parameter 'divisor'" "$work/param.log" &&
+   grep -q "raise NotImplementedError(\"node 'scatter_param'" "$work/param/mindspore/net.py" &&
    grep -q " 0 custom ops .* 1 not converted" "$work/param.log" && [ ! -e "$work/param/mindspore/custom" ]; then
   ok "a node reading a parameter stays an error, saying why (no custom/ written)"
-else bad "parameter node: $(grep -E 'mod_param|convert: mindspore' "$work/param.log")"; fi
+else bad "parameter node: $(grep -E 'scatter_param|convert: mindspore' "$work/param.log")"; fi
 
 # the AOT boundary: anything but what the kernel was made for is refused before a byte is written
 r=$($PY - "$out/mindspore/custom/libmigc_custom.so" "$fx/custom_ops.onnx" <<'PY'
@@ -185,7 +188,7 @@ import onnx
 from onnx import numpy_helper
 lib = ctypes.CDLL(sys.argv[1])
 c1 = next(numpy_helper.to_array(n.attribute[0].t) for n in onnx.load(sys.argv[2]).graph.node if n.output[0] == "c1")
-f = lib.migc_fmod_float
+f = lib.migc_cumsum_excl
 f.restype = ctypes.c_int
 def call(arrays, shapes=None, dtypes=None, nparam=None):
     shapes = shapes or [a.shape for a in arrays]
@@ -201,7 +204,8 @@ x = np.linspace(-7, 7, 24, dtype=np.float32).reshape(2, 3, 4)
 def fresh(shape=(2, 3, 4)):
     return np.full(shape, 12345.0, np.float32)
 y = fresh()
-if call([x, y]) != 0 or not np.array_equal(y, np.fmod(x, c1)):
+want = np.cumsum(x, axis=int(c1)) - x                  # exclusive: the sum before each element
+if call([x, y]) != 0 or not np.allclose(y, want, rtol=1e-6, atol=1e-5):
     sys.exit(print("FAIL the right call: %s" % y.ravel()[:4]))
 cases = {
     "a wrong shape (2,3,5)": lambda y: call([np.zeros((2, 3, 5), np.float32), y], [(2, 3, 5), (2, 3, 5)]),
@@ -218,7 +222,7 @@ for what, fn in cases.items():
 print("ok")
 PY
 )
-[ "$r" = ok ] && ok "the AOT entry computes fmod, and refuses a wrong shape, rank, dtype or count without writing" ||
+[ "$r" = ok ] && ok "the AOT entry computes the exclusive cumsum, and refuses a wrong shape, rank, dtype or count without writing" ||
   bad "AOT boundary: $r"
 
 echo "$pass passed, $fail failed"

@@ -86,7 +86,7 @@ typedef struct {
   const char *model;
   int ascend;
   mg_op op;          /* the node that decomposes */
-  mg_op allowed[5];  /* what the lowered graph may hold */
+  mg_op allowed[10];  /* what the lowered graph may hold */
   int n_allowed;
   int dynamic;       /* the lowered nodes may need run-time shapes: their plan may say dynamic-shape */
 } lower_case;
@@ -207,7 +207,9 @@ static void test_lower_constant_of_shape(void **state) {
   run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
-/* MindSpore grouped Conv (group 2, asymmetric pads, strides) -> Split Conv Concat. */
+/* MindSpore grouped Conv (group 2, symmetric pads, strides) -> Split Conv Concat; the
+ * pieces' weights are constants, so each is an ops.conv2d call (a layer holds only
+ * checkpoint parameters). */
 static void test_lower_grouped_conv(void **state) {
   (void)state;
   static const lower_case c = {"conv_grouped", 0, MG_OP_Conv, {MG_OP_Split, MG_OP_Conv, MG_OP_Concat}, 3};
@@ -224,6 +226,32 @@ static void test_lower_slice(void **state) {
 }
 
 /* A node whose recipe needs a static shape it lacks stays, with one diagnostic. */
+/* The MindSpore decompositions the node tests need: each against the interpreter
+ * before lowering, only the listed ops left, each a direct call. */
+static void test_lower_node_test_recipes(void **state) {
+  (void)state;
+  static const lower_case cases[] = {
+      {"trilu_lower", 0, MG_OP_Trilu, {MG_OP_Where}, 1},
+      {"reducesumsquare", 0, MG_OP_ReduceSumSquare, {MG_OP_Mul, MG_OP_ReduceSum}, 2},
+      {"reducel2_all", 0, MG_OP_ReduceL2, {MG_OP_Mul, MG_OP_ReduceSum, MG_OP_Sqrt}, 3},
+      {"nll_weight_ii", 0, MG_OP_NegativeLogLikelihoodLoss,
+       {MG_OP_Equal, MG_OP_Where, MG_OP_Reshape, MG_OP_GatherElements, MG_OP_Neg, MG_OP_Gather, MG_OP_Mul,
+        MG_OP_ReduceSum, MG_OP_Div}, 9},
+      {"sce_sum", 0, MG_OP_SoftmaxCrossEntropyLoss,
+       {MG_OP_LogSoftmax, MG_OP_Reshape, MG_OP_GatherElements, MG_OP_Neg, MG_OP_ReduceSum}, 5},
+      {"argmax_last", 0, MG_OP_ArgMax, {MG_OP_Range, MG_OP_Gather, MG_OP_ArgMax, MG_OP_Sub}, 4},
+      {"gemm_scaled", 0, MG_OP_Gemm, {MG_OP_Transpose, MG_OP_MatMul, MG_OP_Mul, MG_OP_Add}, 4},
+      {"max3", 0, MG_OP_Max, {MG_OP_Max}, 1},
+      {"mean3", 0, MG_OP_Mean, {MG_OP_Add, MG_OP_Div}, 2},
+      {"shrink", 0, MG_OP_Shrink, {MG_OP_Greater, MG_OP_Less, MG_OP_Sub, MG_OP_Add, MG_OP_Where}, 5},
+      {"thresholdedrelu", 0, MG_OP_ThresholdedRelu, {MG_OP_Greater, MG_OP_Where}, 2},
+      {"elu2", 0, MG_OP_Elu, {MG_OP_Exp, MG_OP_Sub, MG_OP_Mul, MG_OP_Less, MG_OP_Where}, 5},
+      {"selu_custom", 0, MG_OP_Selu, {MG_OP_Exp, MG_OP_Sub, MG_OP_Mul, MG_OP_Greater, MG_OP_Where}, 5},
+      {"prelu_bcast", 0, MG_OP_PRelu, {MG_OP_Less, MG_OP_Mul, MG_OP_Where}, 3},
+      {"isinf_neg", 0, MG_OP_IsInf, {MG_OP_Abs, MG_OP_Equal}, 2}};
+  run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
 static void test_lower_refuses_with_reason(void **state) {
   (void)state;
   mg_model *m = load("flatten_dyn"); /* N x 3 x 4 -> N x 12: one unknown dim is fine */
@@ -249,6 +277,7 @@ int main(void) {
       cmocka_unit_test(test_lower_equal),            cmocka_unit_test(test_lower_not),
       cmocka_unit_test(test_lower_reshapes),         cmocka_unit_test(test_lower_constant_of_shape),
       cmocka_unit_test(test_lower_grouped_conv),     cmocka_unit_test(test_lower_slice),
+      cmocka_unit_test(test_lower_node_test_recipes),
       cmocka_unit_test(test_lower_refuses_with_reason),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -204,8 +204,13 @@ static const eval_case CASES[] = {
     {"reducemean_all", "ascend", "reduce_axes", "()"},
     /* Split 7 rows into num_outputs 3: ceil(7/3) = 3, the last 1 */
     {"split", "mindspore", "split_sizes", "(3,3,1)"},
-    /* Resize 4x5 by (2, 1.5): floor(8), floor(7.5) */
+    /* Resize 4x4 by (2, 1.75): 8, 7 */
     {"resize", "mindspore", "resize_size", "(8,7)"},
+    /* 4x5 by (2, 1.5): 7.5 is no whole length, and ONNX maps coordinates by the scale */
+    {"resize_frac", "mindspore", "resize_size", "!unsupported-attribute"},
+    {"expand", "mindspore", "ints(const(1))", "(2,1,4)"},
+    {"dropout", "mindspore", "int(const(1,0.5)*4)", "1"},
+    {"maxpool", "mindspore", "output_padding", "(0,0)"},
     /* Expand 3x1 by (2,1,4): bidirectional broadcast */
     {"expand", "ascend", "expand_shape", "(2,3,4)"},
     /* Dropout ratio 0.25, x 2x100: mask align(200,128)/8 = 32 bytes */

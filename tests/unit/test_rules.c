@@ -333,8 +333,8 @@ static void check_requires(xmlDocPtr d, const char *target) {
     const mg_op_info *info = mg_op_get(op);
     FOR_CHILD(r, q, "require") {
       const char *attr = prop(q, "attr"), *dt = prop(q, "dtype"), *rank = prop(q, "rank");
-      const char *st = prop(q, "static"), *in = prop(q, "input");
-      int kinds = !!attr + !!dt + !!rank + !!st + !!in;
+      const char *st = prop(q, "static"), *in = prop(q, "input"), *outp = prop(q, "output");
+      int kinds = !!attr + !!dt + !!rank + !!st + !!in + !!outp;
       if (kinds != 1) fail_msg("%s %s: a require states one condition", target, info->name);
       if (attr) {
         mg_attr_kind kind;
@@ -378,7 +378,17 @@ static void check_requires(xmlDocPtr d, const char *target) {
         assert_true(k >= 0 && (info->max_in < 0 || k < info->max_in));
         const char *pr = prop(q, "present");
         assert_non_null(pr);
-        assert_true(!strcmp(pr, "optional") || !strcmp(pr, "required") || !strcmp(pr, "absent"));
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", pr);
+        for (char *w = strtok(buf, " "); w; w = strtok(NULL, " "))
+          if (strcmp(w, "optional") && strcmp(w, "required") && strcmp(w, "absent") && strcmp(w, "initializer") &&
+              strcmp(w, "constant"))
+            fail_msg("%s %s: present '%s'", target, info->name, w);
+      }
+      if (outp) {
+        long k = strtol(outp, NULL, 10);
+        assert_true(k >= 0 && (info->max_out < 0 || k < info->max_out));
+        assert_string_equal(prop(q, "present"), "unused");
       }
     }
   }
@@ -585,7 +595,7 @@ static const char *const TV_OPS[] = {
     "Reshape", "Resize", "ScatterND", "Shape", "Sigmoid", "Slice", "Softmax", "Sub", "Tanh",
     "Transpose", "Unsqueeze", "Where", NULL};
 /* The gaps recorded in docs/rules-notes.md: no fact-table API and no decomposition. */
-static const char *const MS_GAPS[] = {"Mod", "Shape", "ScatterND", NULL};
+static const char *const MS_GAPS[] = {"Shape", "ScatterND", NULL};
 static const char *const ACL_GAPS[] = {"Mod", "Range", "Shape", "ScatterND", NULL};
 
 static int listed(const char *const *l, const char *op) {

@@ -333,7 +333,29 @@ def pad(input_x, padding, mode, value):
             raise ValueError("%s: value is only valid with mode 'constant'" % api)
         if any(p < 0 for p in padding):
             raise not_in_facts(api, "negative padding with mode %r" % mode)
-        return wrap(F.pad(t, padding, mode=mode))
+        if t.dtype.is_floating_point:
+            return wrap(F.pad(t, padding, mode=mode))
+        # torch's pad kernels take floats only; the notes name no dtype limit: the same
+        # index maps (reflect without repeating the edge, replicate, circular) by gather
+        out = t
+        for k in range(len(padding) // 2):
+            dim = t.dim() - 1 - k
+            n, before, after = out.shape[dim], padding[2 * k], padding[2 * k + 1]
+            if mode == "reflect" and (before >= n or after >= n):
+                raise ValueError("%s: reflect padding must be below the dimension (%d)" % (api, n))
+            if mode == "circular" and (before > n or after > n):
+                raise ValueError("%s: circular padding must not exceed the dimension (%d)" % (api, n))
+            pos = torch.arange(-before, n + after)
+            if mode == "reflect":
+                period = 2 * (n - 1) if n > 1 else 1
+                pos = pos.remainder(period)
+                idx = torch.where(pos >= n, period - pos, pos)
+            elif mode == "replicate":
+                idx = pos.clamp(0, n - 1)
+            else:
+                idx = pos.remainder(n)
+            out = torch.index_select(out, dim, idx)
+        return wrap(out)
     if value is None:
         value = 0
     elif isinstance(value, Tensor):

@@ -51,7 +51,9 @@ class Tensor:
             t = input_data._t.detach().clone()
         elif isinstance(input_data, np.ndarray) or isinstance(input_data, np.generic):
             arr = np.asarray(input_data)
-            _dtype.from_numpy(arr.dtype)  # TypeError for a numpy dtype MindSpore lacks
+            # TypeError for a numpy dtype MindSpore lacks; NotImplementedError for one
+            # torch 1.13 cannot hold (uint16/32/64)
+            _dtype.check(api, _dtype.from_numpy(arr.dtype))
             t = torch.from_numpy(np.array(arr, copy=True, order="C"))  # numpy arrays keep their dtype
         elif isinstance(input_data, bool):
             if dtype is None:
