@@ -112,6 +112,19 @@ static int value_matches(const mg_node *n, const mg_attr *a, const char *name, c
   return 0;
 }
 
+/* Whether v is computed from the model's parameters alone: an initializer, a
+ * constant, or the output of nodes whose inputs all are (a PRESERVE export's LSTM
+ * weights: Slices and a Concat of the .pth's gates), never from a graph input.
+ * `depth` bounds the walk; a chain deeper than that counts as run-time. */
+static int from_parameters(const mg_value *v, int depth) {
+  if (!v) return 1; /* an absent optional input */
+  if (v->kind == MG_V_INIT || v->kind == MG_V_CONST || v->data) return 1;
+  if (v->kind == MG_V_INPUT || !v->producer || depth <= 0) return 0;
+  for (int i = 0; i < v->producer->n_in; i++)
+    if (!from_parameters(v->producer->in[i], depth - 1)) return 0;
+  return 1;
+}
+
 /* Checks one requirement; on failure sets *status and a reason. */
 static int check(const mg_node *n, const requirement *q, map_status *status, char *why, size_t wn) {
   const mg_value *x = n->n_in ? n->in[0] : NULL;
@@ -157,18 +170,22 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
   case REQ_PRESENT: {
     /* any listed word holds: required, optional, absent, or initializer (a graph
      * initializer: a layer's parameter the checkpoint holds, not a run-time value;
-     * constant: its value known at conversion, an initializer or a constant) */
+     * constant: its value known at conversion, an initializer or a constant;
+     * parameter: computed from initializers alone, from_parameters) */
     const mg_value *v = q->input < n->n_in ? n->in[q->input] : NULL;
     int given = v != NULL, init = v && v->kind == MG_V_INIT;
     for (int i = 0; i < q->n_values; i++) {
       const char *want = q->values[i];
       if (!strcmp(want, "optional") || (!strcmp(want, "required") && given) || (!strcmp(want, "absent") && !given) ||
-          (!strcmp(want, "initializer") && init) || (!strcmp(want, "constant") && given && v->data))
+          (!strcmp(want, "initializer") && init) || (!strcmp(want, "constant") && given && v->data) ||
+          (!strcmp(want, "parameter") && given && from_parameters(v, 16)))
         return 1;
     }
     if (!q->n_values) return 1;
     int asks_init = 0;
-    for (int i = 0; i < q->n_values; i++) asks_init |= !strcmp(q->values[i], "initializer") || !strcmp(q->values[i], "constant");
+    for (int i = 0; i < q->n_values; i++)
+      asks_init |= !strcmp(q->values[i], "initializer") || !strcmp(q->values[i], "constant") ||
+                   !strcmp(q->values[i], "parameter");
     *status = MAP_UNSUPPORTED_ATTR;
     snprintf(why, wn, "input %d is %s; the rule requires it %s", q->input,
              !given ? "absent" : !asks_init ? "given" : init ? "an initializer" : v->data ? "a constant" : "a run-time value", allowed);

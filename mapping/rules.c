@@ -207,13 +207,13 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
           size_t len = strcspn(w, " ");
           known = (len == 8 && !strncmp(w, "required", 8)) || (len == 8 && !strncmp(w, "optional", 8)) ||
                   (len == 6 && !strncmp(w, "absent", 6)) || (len == 11 && !strncmp(w, "initializer", 11)) ||
-                  (len == 8 && !strncmp(w, "constant", 8));
+                  (len == 8 && !strncmp(w, "constant", 8)) || (len == 9 && !strncmp(w, "parameter", 9));
           w += len;
           w += strspn(w, " ");
         }
         if (!known)
-          BAD(c, "<require input> needs present=\"required\", \"optional\", \"absent\", \"initializer\" "
-                 "or \"constant\" (or a list of them)");
+          BAD(c, "<require input> needs present=\"required\", \"optional\", \"absent\", \"initializer\", "
+                 "\"constant\" or \"parameter\" (or a list of them)");
         if (rc) continue;
         q.kind = REQ_PRESENT, q.input = (int)idx;
         q.n_values = split_list(rs, present, &q.values);

@@ -552,12 +552,19 @@ static int lstm_layer(ms_ctx *c, const mg_node *x, int k, int64_t H, const char 
          lstm_params(x, 3, H, &ps[2], nodes, n) && lstm_tags_match(c, ps, k, path);
 }
 
-/* The Squeeze of axis 1 that is the only reader of LSTM x's Y, or NULL. */
+/* The Squeeze of axis 1 (or the Reshape that drops it) that is the only reader of
+ * LSTM x's Y, or NULL. */
 static const mg_node *lstm_squeeze(const mg_graph *g, const mg_node *x) {
   const mg_node *sq = sole_reader(g, x->out[0]);
   int64_t axis;
-  if (!sq || sq->op != MG_OP_Squeeze || sq->n_in != 2 || const_i64(sq->in[1], &axis) || axis != 1 || !sq->out[0])
-    return NULL;
+  if (!sq || !sq->out[0]) return NULL;
+  if (sq->op == MG_OP_Squeeze)
+    return sq->n_in == 2 && !const_i64(sq->in[1], &axis) && axis == 1 ? sq : NULL;
+  /* preparation may have made the Squeeze a Reshape: [T, 1, N, H] to [T, N, H] */
+  const mg_shape *a = &x->out[0]->shape, *b = &sq->out[0]->shape;
+  if (sq->op != MG_OP_Reshape || a->rank != 4 || b->rank != 3 || a->d[1].v != 1) return NULL;
+  for (int i = 0; i < 3; i++)
+    if (b->d[i].v < 0 || b->d[i].v != a->d[i ? i + 1 : 0].v) return NULL;
   return sq;
 }
 

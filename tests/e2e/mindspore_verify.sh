@@ -9,7 +9,7 @@
 # mindspore` passes, and fails (exit 1) with a checkpoint tensor scaled by 1% or a
 # net.py whose gradient is wrong but whose forward is not (one skip connection
 # detached, one ReLU's gradient doubled; the stem conv detached, so one parameter has
-# no gradient: an error row); an ops.Custom kernel (fmod_mlp) runs forward
+# no gradient: an error row); an ops.Custom kernel (topk_mlp) runs forward
 # and makes the gradients an error row naming it; conv1d_gn_prelu is refused (exit 2)
 # naming the Conv1d; bad usage exits 2. Reference folders are cached in build/fixtures/ms_verify.
 # usage: tests/e2e/mindspore_verify.sh BUILD_DIR
@@ -41,7 +41,7 @@ if [ "$(cat "$fx/.stamp" 2>/dev/null)" != "$want" ]; then
     $T:conv1d_gn_prelu --input-shape 2x8x32 --perturb -o "$fx/conv1d_gn_prelu" &&
     $T:tokens_and_features --input-shape 2x9 --input-shape 2x9x16 --input-dtype int64 --input-dtype float32 \
       --input-high 100 --perturb -o "$fx/tokens_and_features" &&
-    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:fmod_mlp --input-shape 2x8 --perturb -o "$fx/fmod_mlp"
+    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:topk_mlp --input-shape 2x8 --perturb -o "$fx/topk_mlp"
   } > "$work/fixtures.log" 2>&1 && echo "$want" > "$fx/.stamp" ||
     { echo "FAIL fixtures: $(tail -2 "$work/fixtures.log")"; exit 1; }
 fi
@@ -77,14 +77,14 @@ grep -q "^| LSTM | 2 | supported |" "$work/lstm.cov" && grep -q "^| LSTM | 2 | s
 "$MIGC" verify "$fx/lstm" --backend mindspore-emu --grad --junit "$work/lstm.xml" > /dev/null 2>&1 &&
   xmllint --noout --schema tests/fixtures/junit-10.xsd "$work/lstm.xml" 2> /dev/null &&
   ok "lstm: --junit validates against the JUnit schema" || bad "lstm junit"
-# fmod_mlp: torch.fmod is an ops.Custom CPU kernel (no rule for Mod), which runs
+# topk_mlp: torch.topk is an ops.Custom CPU kernel (no rule for TopK), which runs
 # forward and has no gradient: the forward verdict stands, the gradients are an error
-"$MIGC" verify "$fx/fmod_mlp" --backend mindspore-emu --grad > "$work/fmod.log" 2>&1
+"$MIGC" verify "$fx/topk_mlp" --backend mindspore-emu --grad > "$work/topk.log" 2>&1
 rc=$?
-if [ $rc -eq 1 ] && grep -q "^output .*PASS" "$work/fmod.log" &&
-   grep -q "ERROR: not computed: node /Mod (Mod): custom-op .*cannot differentiate an ops.Custom kernel" "$work/fmod.log"; then
-  ok "fmod_mlp: forward passes; gradients an error naming the ops.Custom Mod kernel (exit 1)"
-else bad "fmod_mlp (exit $rc): $(grep -E 'FAIL|ERROR|error' "$work/fmod.log" | head -2 | cut -c1-300)"; fi
+if [ $rc -eq 1 ] && grep -q "^output .*PASS" "$work/topk.log" &&
+   grep -q "ERROR: not computed: node /TopK (TopK): custom-op .*cannot differentiate an ops.Custom kernel" "$work/topk.log"; then
+  ok "topk_mlp: forward passes; gradients an error naming the ops.Custom TopK kernel (exit 1)"
+else bad "topk_mlp (exit $rc): $(grep -E 'FAIL|ERROR|error' "$work/topk.log" | head -2 | cut -c1-300)"; fi
 # conv1d_gn_prelu: the Conv1d is not converted (no rule for a rank-3 Conv): refused, named
 "$MIGC" verify "$fx/conv1d_gn_prelu" --backend mindspore-emu --grad > "$work/c1d.log" 2>&1
 rc=$?
