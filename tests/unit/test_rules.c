@@ -382,7 +382,7 @@ static void check_requires(xmlDocPtr d, const char *target) {
         snprintf(buf, sizeof buf, "%s", pr);
         for (char *w = strtok(buf, " "); w; w = strtok(NULL, " "))
           if (strcmp(w, "optional") && strcmp(w, "required") && strcmp(w, "absent") && strcmp(w, "initializer") &&
-              strcmp(w, "constant"))
+              strcmp(w, "constant") && strcmp(w, "parameter"))
             fail_msg("%s %s: present '%s'", target, info->name, w);
       }
       if (outp) {
