@@ -12,22 +12,34 @@ data=$(cd "$here/../../../shared/onnx-conformance" && pwd)
 xfail=$here/shape_xfail.txt
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 : > "$tmp/results"
-while IFS= read -r m; do
-  rel=${m#$data/}
-  if ! "$MIGC" inspect --json "$m" > "$tmp/out.json" 2>/dev/null; then
-    echo "INSPECT-FAILED $rel" >> "$tmp/results"; continue
+# one INDEX MODEL: the model's result lines into $tmp/r.INDEX (the models are
+# inspected side by side, one per core, and the lines gathered in order)
+one() {
+  local i=$1 m=$2 rel=${2#$data/} out=$tmp/r.$1
+  if ! "$MIGC" inspect --json "$m" > "$tmp/out.$i.json" 2>/dev/null; then
+    echo "INSPECT-FAILED $rel" > "$out"; rm -f "$tmp/out.$i.json"; return
   fi
   jq -r --arg rel "$rel" '.outputs[]
     | select(.declared_shape != null and (.declared_shape | all(type == "number")))
     | (if (.shape == .declared_shape and .dtype == .declared_dtype) then "OK" else "BAD" end)
       + " " + $rel + " " + .name + " inferred=" + (.shape|tojson) + .dtype
-      + " declared=" + (.declared_shape|tojson) + .declared_dtype' "$tmp/out.json" >> "$tmp/results"
-done < <(find "$data" -name '*.onnx' | sort)
+      + " declared=" + (.declared_shape|tojson) + .declared_dtype' "$tmp/out.$i.json" > "$out"
+  rm -f "$tmp/out.$i.json"
+}
+export -f one
+export MIGC data tmp
+find "$data" -name '*.onnx' | sort | awk '{print NR "\t" $0}' > "$tmp/models"
+xargs -P "$(nproc)" -L 1 -d '\n' bash -c 'IFS=$(printf "\t") read -r i m <<< "$0"; one "$i" "$m"' < "$tmp/models"
+n_models=$(wc -l < "$tmp/models")
+for i in $(seq "$n_models"); do
+  [ -f "$tmp/r.$i" ] || { echo "NO-RESULT model $i" >> "$tmp/results"; continue; }
+  cat "$tmp/r.$i" >> "$tmp/results"
+done
 
 total=$(grep -c -E '^(OK|BAD)' "$tmp/results")
 ok=$(grep -c '^OK' "$tmp/results")
 fail=0
-grep '^INSPECT-FAILED' "$tmp/results" && fail=1
+grep -E '^(INSPECT-FAILED|NO-RESULT)' "$tmp/results" && fail=1
 # A disagreement is keyed by "model output".
 grep '^BAD' "$tmp/results" | awk '{print $2" "$3}' | sort > "$tmp/bad"
 grep -v '^#' "$xfail" | grep -v '^\s*$' | awk '{print $1" "$2}' | sort > "$tmp/listed"
