@@ -172,17 +172,14 @@ static result convert_ms(conf_ms *q, mg_model *m, const char *model_path, const 
     if (d.count) mg_diag_format(&d.items[d.count - 1], line, sizeof line);
     snprintf(why, wn, "conversion failed: %s", line[0] ? line : "out of memory");
     r = R_FAIL;
-  } else if (rep.n_unsupported) {
+  } else if (rep.n_unsupported || rep.n_custom) {
+    /* the unsupported nodes are errors, the ops.Custom ones warnings */
+    const int n = rep.n_unsupported ? rep.n_unsupported : rep.n_custom;
     char what[64];
-    snprintf(what, sizeof what, "%d node%s net.py cannot compute, first", rep.n_unsupported,
-             rep.n_unsupported == 1 ? "" : "s");
-    skip_reason(why, wn, what, diag_find(&d, 0, MG_D_UNSUPPORTED, MG_SEV_ERROR));
-    r = R_SKIP;
-  } else if (rep.n_custom) {
-    char what[64];
-    snprintf(what, sizeof what, "%d node%s run as ops.Custom CPU kernels, first", rep.n_custom,
-             rep.n_custom == 1 ? "" : "s");
-    skip_reason(why, wn, what, diag_find(&d, 0, MG_D_UNSUPPORTED, MG_SEV_WARNING));
+    snprintf(what, sizeof what, "%d node%s %s, first", n, n == 1 ? "" : "s",
+             rep.n_unsupported ? "net.py cannot compute" : "run as ops.Custom CPU kernels");
+    skip_reason(why, wn, what,
+                diag_find(&d, 0, MG_D_UNSUPPORTED, rep.n_unsupported ? MG_SEV_ERROR : MG_SEV_WARNING));
     r = R_SKIP;
   }
   *has_ckpt = erc == 0;
