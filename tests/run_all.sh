@@ -1,6 +1,6 @@
 #!/bin/bash
 # The whole test suite, as `make test` runs it: unit tests (ctest) in the normal and
-# the ASan+UBSan build, then the end-to-end suites, then a 60-second fuzz smoke.
+# the ASan+UBSan build, then the end-to-end suites, then a 30-second fuzz smoke.
 # usage: tests/run_all.sh BUILD_DIR ASAN_BUILD_DIR
 # Ends with "N passed, N failed" counting suites; exits 1 if any suite failed.
 set -u
@@ -56,7 +56,7 @@ suite "MindSpore harmful mutations fail the parity check (padding order, LayerNo
 suite "MindSpore package: config.json schema, ModelArts service 200/400, export.py, Lite/ATC command lines, hostile names" bash tests/e2e/mindspore_package.sh "$BUILD"
 suite "coverage says what convert does (zoo both styles, conformance; with and without --input-shape)" bash tests/e2e/coverage_agreement.sh "$BUILD"
 suite "coverage: zoo and node reports, honesty, rules errors, HTML" bash tests/e2e/coverage.sh "$BUILD"
-[ -f tests/fuzz/run.sh ] && suite "fuzz smoke (60 s)" bash tests/fuzz/run.sh 60
+[ -f tests/fuzz/run.sh ] && suite "fuzz smoke (30 s)" bash tests/fuzz/run.sh 30
 
 echo
 [ $failed -gt 0 ] && echo "failed suites: ${failed_names[*]}"
