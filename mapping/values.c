@@ -595,6 +595,10 @@ int ev_int(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   int fl;
   int64_t i;
   double f;
+  if (argc == 1 && argv[0].kind == MV_INTS && argv[0].n == 1) { /* a 1-D conv's kernel_shape */
+    ev_set_int(out, argv[0].ints[0]);
+    return 0;
+  }
   if (argc != 1 || ev_number(&argv[0], &fl, &i, &f) || (fl && f != (double)(int64_t)f))
     return ev_fail(c, MAP_UNSUPPORTED_ATTR, "int(X) needs an integral number in '%s'", c->expr);
   ev_set_int(out, fl ? (int64_t)f : i);

@@ -12,9 +12,7 @@ const char *wt_bind_kind_name(wt_bind_kind k) {
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
-/* Values of a source tensor or an initializer as doubles (NULL: not floating point,
- * or out of memory — recorded). */
-static double *src_f64(const wt_source *s, const wt_tensor *t, mg_diags *d) {
+double *wt_read_f64(const wt_source *s, const wt_tensor *t, mg_diags *d) {
   if (!mg_dtype_is_float(t->dtype)) return NULL;
   int64_t n = wt_numel(t);
   size_t es = mg_dtype_size(t->dtype);
@@ -73,7 +71,7 @@ typedef struct {
 
 static const double *cached(bind_ctx *c, int i) {
   if (!c->loaded[i]) {
-    c->cache[i] = src_f64(c->s, wt_get(c->s, i), c->d);
+    c->cache[i] = wt_read_f64(c->s, wt_get(c->s, i), c->d);
     c->loaded[i] = 1;
   }
   return c->cache[i];
@@ -585,9 +583,9 @@ static double *bound_values(const wt_source *s, const wt_binding *x, mg_diags *d
   int64_t n = init_numel(init);
   double *v = mg_calloc((size_t)n + 1, sizeof(double)), *src = NULL, *bn[4] = {NULL, NULL, NULL, NULL};
   int ok = v != NULL;
-  if (ok && x->src) ok = (src = src_f64(s, x->src, d)) != NULL;
+  if (ok && x->src) ok = (src = wt_read_f64(s, x->src, d)) != NULL;
   if (ok && (x->kind == WT_BN_FOLD_WEIGHT || x->kind == WT_BN_FOLD_BIAS))
-    for (int k = 0; k < 4 && ok; k++) ok = (bn[k] = src_f64(s, x->bn[k], d)) != NULL;
+    for (int k = 0; k < 4 && ok; k++) ok = (bn[k] = wt_read_f64(s, x->bn[k], d)) != NULL;
   if (ok) {
     switch (x->kind) {
     case WT_BY_TRANSPOSE: {
@@ -608,7 +606,7 @@ static double *bound_values(const wt_source *s, const wt_binding *x, mg_diags *d
       int64_t H = half / (nb * row);
       rnn_reorder(x->gru, src, H, row, v);
       if (x->src2) {
-        double *hh = src_f64(s, x->src2, d);
+        double *hh = wt_read_f64(s, x->src2, d);
         if (!hh) {
           ok = 0;
           break;

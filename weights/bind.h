@@ -45,6 +45,10 @@ typedef struct {
 
 const char *wt_bind_kind_name(wt_bind_kind k);
 
+/* The values of source tensor t as doubles, mg_malloc'd (NULL: t is not floating
+ * point, or out of memory or a read error, recorded on d). */
+double *wt_read_f64(const wt_source *s, const wt_tensor *t, mg_diags *d);
+
 /* Binds every initializer of m's top graph that a node reads. *out has one entry
  * per such initializer. 0 on success (unbound initializers are not errors here).
  *

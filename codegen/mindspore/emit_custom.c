@@ -120,8 +120,8 @@ static const char *node_refusal(ms_custom *cu, const ms_custom_graph *g, const m
     if (!v) continue;
     if (v->kind == MG_V_INIT) {
       const char *why = NULL;
-      int transposed = 0;
-      const char *tag = g->tag ? g->tag(g->tag_ctx, v, &transposed, &why) : v->name;
+      ms_param_view view;
+      const char *tag = g->tag ? g->tag(g->tag_ctx, v, &view, &why) : v->name;
       /* a kernel would freeze it: net.py could neither load nor train it */
       if (tag)
         return say(cu, "it reads checkpoint parameter '%s' (a kernel has none to load or train)", tag);

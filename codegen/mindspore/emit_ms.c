@@ -91,13 +91,22 @@ static const char *np_dtype(mg_dtype t) {
   }
 }
 
-/* The expression of parameter `tag` (initializer v, or its transpose when
- * transposed) read by a node that is not a layer: a Parameter at the tag's path of
- * the Cell tree, made on first use, zeros until the checkpoint loads it. Floating
- * point ones train; integer ones (a torch buffer such as an index table) do not. */
-static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, int transposed, const char **why) {
+static const char *tensor_expr(ms_ctx *c, const mg_value *v, const char **why);
+
+/* The expression of initializer v, parameter `tag` read through *view, by a node
+ * that is not a layer: a Parameter at the tag's path of the Cell tree, in the
+ * checkpoint's shape, made on first use, zeros until the checkpoint loads it.
+ * Floating point ones train; integer ones (a torch buffer such as an index table)
+ * do not. */
+static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, const ms_param_view *view,
+                              const char **why) {
   const char *npt = np_dtype(v->dtype), *mst = map_ms_dtype_name(v->dtype);
-  if (!npt || !mst || !mg_shape_is_static(&v->shape) || (transposed && v->shape.rank != 2)) {
+  if (view->kind == MS_VIEW_RNN_GATES) {
+    *why = view->gru ? "the export reorders this recurrent layer's gates (a GRU: no nn.GRU rule takes it)"
+                     : "the export reorders this recurrent layer's gates, and this LSTM is not one nn.LSTM takes";
+    return NULL;
+  }
+  if (!npt || !mst || !mg_shape_is_static(&v->shape) || (view->kind == MS_VIEW_TRANSPOSE && v->shape.rank != 2)) {
     *why = dupf(c, "parameter '%s' has a dtype or shape a Parameter cannot be made of", tag);
     return NULL;
   }
@@ -117,8 +126,7 @@ static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, int
   if (!at->decl) {
     cg_buf b = {0};
     cg_buf_printf(&b, "mindspore.Parameter(default_input=mindspore.Tensor(input_data=np.zeros((");
-    for (int k = 0; k < v->shape.rank; k++)
-      cg_buf_printf(&b, "%lld, ", (long long)v->shape.d[transposed ? v->shape.rank - 1 - k : k].v);
+    for (int k = 0; k < view->rank; k++) cg_buf_printf(&b, "%lld, ", (long long)view->dims[k]);
     int trains = mg_dtype_is_float(v->dtype);
     cg_buf_printf(&b, "), dtype=%s), dtype=%s, shape=None, init=None, const_arg=False, device=None), name=", npt, mst);
     py_string(&b, last);
@@ -132,7 +140,26 @@ static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, int
     c->r->n_params++;
   }
   const char *e = access_path(c, tag);
-  return transposed ? dupf(c, "mindspore.ops.transpose(%s, (1, 0))", e) : e;
+  if (!e) return NULL;
+  switch (view->kind) {
+  case MS_VIEW_RNN_GATES: break; /* refused above */
+  case MS_VIEW_SAME: return e;
+  case MS_VIEW_TRANSPOSE: return dupf(c, "mindspore.ops.transpose(%s, (1, 0))", e);
+  case MS_VIEW_GATHER: {
+    const char *idx = tensor_expr(c, view->index, why);
+    /* the flat parameter gathered by the index tensor has the index's shape */
+    return idx ? dupf(c, "mindspore.ops.gather(mindspore.ops.reshape(%s, (-1,)), %s, 0, 0)", e, idx) : NULL;
+  }
+  case MS_VIEW_RESHAPE: break;
+  }
+  cg_buf b = {0};
+  cg_buf_printf(&b, "mindspore.ops.reshape(%s, (", e);
+  for (int k = 0; k < v->shape.rank; k++) cg_buf_printf(&b, "%lld, ", (long long)v->shape.d[k].v);
+  cg_buf_printf(&b, "))");
+  const char *r = b.failed ? NULL : mg_arena_strdup(&c->a, b.s);
+  cg_buf_free(&b);
+  if (!r) c->failed = 1;
+  return r;
 }
 
 /* The Python expression of a tensor value used by construct: a graph input or a
@@ -143,10 +170,10 @@ static const char *tensor_expr(ms_ctx *c, const mg_value *v, const char **why) {
     return c->pyname[v->id];
   if (v->kind == MG_V_INIT) {
     const char *w = NULL;
-    int transposed = 0;
-    const char *tag = c->tag(c->tag_ctx, v, &transposed, &w);
+    ms_param_view view;
+    const char *tag = c->tag(c->tag_ctx, v, &view, &w);
     if (w) { *why = w; return NULL; }
-    if (tag) return param_expr(c, v, tag, transposed, why);
+    if (tag) return param_expr(c, v, tag, &view, why);
   }
   if (!v->data) {
     *why = "a value the script does not compute";
@@ -350,12 +377,16 @@ static const char *cell_path(ms_ctx *c, const mg_node *n, const char **why) {
     const mg_value *v = n->in[i];
     if (!v || v->kind != MG_V_INIT) continue;
     const char *w = NULL;
-    int transposed = 0;
-    const char *t = c->tag(c->tag_ctx, v, &transposed, &w);
+    ms_param_view view;
+    const char *t = c->tag(c->tag_ctx, v, &view, &w);
     if (w) { *why = w; return NULL; }
     if (!t) continue;
-    if (transposed) {
+    if (view.kind == MS_VIEW_TRANSPOSE) {
       *why = dupf(c, "parameter '%s' is stored transposed by the export, and this layer takes torch's layout", t);
+      return NULL;
+    }
+    if (view.kind != MS_VIEW_SAME && !view.layer_layout) {
+      *why = dupf(c, "the export computed this initializer from parameter '%s', and this layer takes the parameter", t);
       return NULL;
     }
     const char *dot = strrchr(t, '.');
@@ -387,8 +418,8 @@ static int reads_param(ms_ctx *c, const mg_node *n) {
     const mg_value *v = n->in[i];
     if (!v || v->kind != MG_V_INIT) continue;
     const char *why = NULL;
-    int transposed = 0;
-    if (c->tag(c->tag_ctx, v, &transposed, &why) || why) return 1;
+    ms_param_view view;
+    if (c->tag(c->tag_ctx, v, &view, &why) || why) return 1;
   }
   return 0;
 }
@@ -474,11 +505,22 @@ static int gate_reorder(const mg_value *v, int64_t H, const mg_value **p, const 
   return 1;
 }
 
-/* The torch parameters behind LSTM input k (1 W, 2 R, 3 B) of a layer: an Unsqueeze
+/* The torch parameters behind LSTM input k (1 W, 2 R, 3 B) of a layer: the initializer
+ * itself in a default export (its gates reordered when it was folded), else an Unsqueeze
  * (or Reshape) of one gate reordering (two, concatenated, for B). ps[0..1]. */
-static int lstm_params(const mg_node *l, int k, int64_t H, const mg_value **ps, const mg_node **nodes, int *n) {
+static int lstm_params(ms_ctx *c, const mg_node *l, int k, int64_t H, const mg_value **ps, const mg_node **nodes,
+                       int *n) {
   const mg_value *v = k < l->n_in ? l->in[k] : NULL;
   const mg_node *u = v ? v->producer : NULL;
+  if (v && v->kind == MG_V_INIT) { /* a default export: the reordering folded into the initializer */
+    const char *why = NULL;
+    ms_param_view view;
+    if (!c->tag(c->tag_ctx, v, &view, &why) || view.kind != MS_VIEW_RNN_GATES || view.gru || (k == 3 && !view.tag2))
+      return 0;
+    ps[0] = v;
+    if (k == 3) ps[1] = v;
+    return 1;
+  }
   if (!u || (u->op != MG_OP_Unsqueeze && u->op != MG_OP_Reshape) || v->n_uses != 1 || !u->in[0]) return 0;
   if (*n + 1 > MS_LSTM_MAX_NODES) return 0;
   nodes[(*n)++] = u;
@@ -525,12 +567,13 @@ static int lstm_tags_match(ms_ctx *c, const mg_value *const ps[4], int k, const 
   static const char *leaf[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
   for (int j = 0; j < 4; j++) {
     const char *why = NULL;
-    int transposed = 0;
-    const char *t = ps[j] ? c->tag(c->tag_ctx, ps[j], &transposed, &why) : NULL;
+    ms_param_view view;
+    const char *t = ps[j] ? c->tag(c->tag_ctx, ps[j], &view, &why) : NULL;
+    if (t && j == 3 && view.kind == MS_VIEW_RNN_GATES) t = view.tag2; /* B is both biases */
     const char *dot = t ? strrchr(t, '.') : NULL;
     char want[64];
     snprintf(want, sizeof want, "%s_l%d", leaf[j], k);
-    if (!t || transposed || !dot || strcmp(dot + 1, want)) return 0;
+    if (!t || (view.kind != MS_VIEW_SAME && view.kind != MS_VIEW_RNN_GATES) || !dot || strcmp(dot + 1, want)) return 0;
     if (!*path) *path = dupf(c, "%.*s", (int)(dot - t), t);
     else if (strlen(*path) != (size_t)(dot - t) || strncmp(*path, t, (size_t)(dot - t))) return 0;
   }
@@ -548,8 +591,8 @@ static int lstm_layer(ms_ctx *c, const mg_node *x, int k, int64_t H, const char 
            (x->n_in <= 4 || !x->in[4]) && (x->n_in <= 7 || !x->in[7]) && (x->n_in <= 5 || zeros_or_absent(x->in[5])) &&
            (x->n_in <= 6 || zeros_or_absent(x->in[6])) && x->n_out >= 1 && x->out[0] &&
            (x->n_out < 2 || !x->out[1] || !x->out[1]->n_uses) && (x->n_out < 3 || !x->out[2] || !x->out[2]->n_uses);
-  return ok && lstm_params(x, 1, H, &ps[0], nodes, n) && lstm_params(x, 2, H, &ps[1], nodes, n) &&
-         lstm_params(x, 3, H, &ps[2], nodes, n) && lstm_tags_match(c, ps, k, path);
+  return ok && lstm_params(c, x, 1, H, &ps[0], nodes, n) && lstm_params(c, x, 2, H, &ps[1], nodes, n) &&
+         lstm_params(c, x, 3, H, &ps[2], nodes, n) && lstm_tags_match(c, ps, k, path);
 }
 
 /* The Squeeze of axis 1 (or the Reshape that drops it) that is the only reader of
@@ -731,6 +774,16 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
 
 /* Builds cell k (path prefix) bottom-up into c->init as local _name and returns
  * the expression that stands for it. */
+/* e, the expression build_cell gave cell k at path, as a name: a layer's
+ * constructor call is assigned to a local first, since insert_child_to_cell and
+ * update_parameters_name must see the same instance. */
+static const char *held_cell(ms_ctx *c, const ms_cell *k, const char *path, const char *e) {
+  if (!k->decl || !e) return e;
+  const char *me = local_name(c, path);
+  cg_buf_printf(&c->init, "        %s = %s\n", me, e);
+  return me;
+}
+
 static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
   if (k->decl) return k->decl;
   int numeric = all_numeric(k);
@@ -752,7 +805,7 @@ static const char *build_cell(ms_ctx *c, const ms_cell *k, const char *path) {
     for (const ms_cell *x = k->kids; x; x = x->next) {
       const char *e = build_cell(c, x, dupf(c, "%s.%s", path, x->name));
       if (is_number(x->name) && !x->param) /* a numbered child among named ones */
-        cg_buf_printf(&c->init,
+        e = held_cell(c, x, dupf(c, "%s.%s", path, x->name), e), cg_buf_printf(&c->init,
                       "        %s.insert_child_to_cell(\"%s\", %s)\n        %s.update_parameters_name(prefix=\"%s.\", "
                       "recurse=True)\n", me, x->name, e, e, x->name);
       else cg_buf_printf(&c->init, "        %s.%s = %s\n", me, x->name, e);
@@ -828,8 +881,35 @@ static int write_constants(ms_ctx *c, const char *dir) {
   return 0;
 }
 
-int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *tag_ctx, const char *dir,
-                   ms_report *r, mg_diags *d) {
+/* The buffers the graph does not read, as Parameters at their paths: not under a
+ * layer (whose parameters are its own), nor where a parameter already is. */
+static void hold_buffers(ms_ctx *c, const ms_buffer *buffers, int n_buffers) {
+  for (int i = 0; i < n_buffers && !c->failed; i++) {
+    const ms_buffer *bf = &buffers[i];
+    const ms_cell *at = &c->root;
+    for (const char *q = bf->tag; *q && at;) {
+      size_t len = strcspn(q, ".");
+      const ms_cell *next = NULL;
+      for (const ms_cell *x = at->kids; x && !next; x = x->next)
+        if (strlen(x->name) == len && !strncmp(x->name, q, len)) next = x;
+      at = next;
+      if (at && at->decl) break; /* a layer, or the parameter itself */
+      q += len + (q[len] == '.');
+    }
+    if (at && at->decl) continue;
+    if (bf->rank < 0 || bf->rank > MG_MAX_RANK) continue;
+    mg_value v = {.name = bf->tag, .kind = MG_V_INIT, .dtype = bf->dtype, .id = -1};
+    ms_param_view view = {.kind = MS_VIEW_SAME, .rank = bf->rank};
+    v.shape.rank = bf->rank;
+    for (int k = 0; k < bf->rank; k++) v.shape.d[k].v = bf->dims[k], view.dims[k] = bf->dims[k];
+    const char *why = NULL;
+    int before = c->r->n_params;
+    if (param_expr(c, &v, bf->tag, &view, &why) && c->r->n_params > before) c->r->n_held_buffers++;
+  }
+}
+
+int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *tag_ctx, const ms_buffer *buffers,
+                   int n_buffers, const char *dir, ms_report *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
   if (map_lower(m, rs, d) < 0) return -1;
   ms_ctx c = {.m = m, .rs = rs, .tag = tag, .tag_ctx = tag_ctx, .d = d, .r = r};
@@ -844,6 +924,7 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   python_names(&c);
   find_lstms(&c);
   for (int i = 0; i < g->n_nodes && !c.failed; i++) emit_node(&c, g->nodes[i]);
+  hold_buffers(&c, buffers, n_buffers);
   /* the return first: a constant output is written inline and needs numpy */
   cg_buf ret = {0};
   for (int i = 0; i < g->n_outputs; i++) {
@@ -881,7 +962,7 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   for (const ms_cell *k = c.root.kids; k && !c.failed; k = k->next) {
     const char *e = build_cell(&c, k, k->name);
     if (is_number(k->name) && !k->param) /* the root of a torch Sequential */
-      cg_buf_printf(&c.init,
+      e = held_cell(&c, k, k->name, e), cg_buf_printf(&c.init,
                     "        self.insert_child_to_cell(\"%s\", %s)\n        %s.update_parameters_name(prefix=\"%s.\", "
                     "recurse=True)\n", k->name, e, e, k->name);
     else cg_buf_printf(&c.init, "        self.%s = %s\n", k->name, e);

@@ -3,15 +3,16 @@
 # converted MindSpore net (mindspore/net.py + model.ckpt) under the MindSpore stand-in
 # against tools/torch_reference.py folders, with verify's verdicts, tolerances and
 # exit codes: resnet18 (64x64), mobilenet_v2 (96x96), lstm (one nn.LSTM of two
-# layers), transformer_encoder and tokens_and_features pass forward and gradients
-# (parameters matched to torch's by
-# checkpoint tag through the weight map); an OUTDIR of `migc convert --target
-# mindspore` passes, and fails (exit 1) with a checkpoint tensor scaled by 1% or a
-# net.py whose gradient is wrong but whose forward is not (one skip connection
-# detached, one ReLU's gradient doubled; the stem conv detached, so one parameter has
-# no gradient: an error row); an ops.Custom kernel (topk_mlp) runs forward
-# and makes the gradients an error row naming it; conv1d_gn_prelu is refused (exit 2)
-# naming the Conv1d; bad usage exits 2. Reference folders are cached in build/fixtures/ms_verify.
+# layers), transformer_encoder, conv1d_gn_prelu (nn.Conv1d), tokens_and_features and
+# relpos (a swin-style bias table gathered by an index buffer) pass forward and
+# gradients (parameters matched to torch's by checkpoint tag through the weight
+# map), the small ones in both export styles; relpos with two gather indices
+# swapped fails. An OUTDIR of `migc convert --target mindspore` passes, and fails
+# (exit 1) with a checkpoint tensor scaled by 1% or a net.py whose gradient is
+# wrong but whose forward is not (one skip connection detached, one ReLU's gradient
+# doubled; the stem conv detached, so one parameter has no gradient: an error row);
+# an ops.Custom kernel (topk_mlp) runs forward and makes the gradients an error row
+# naming it; bad usage exits 2. Reference folders are cached in build/fixtures/ms_verify.
 # usage: tests/e2e/mindspore_verify.sh BUILD_DIR
 set -u
 BUILD=${1:-build}
@@ -41,7 +42,8 @@ if [ "$(cat "$fx/.stamp" 2>/dev/null)" != "$want" ]; then
     $T:conv1d_gn_prelu --input-shape 2x8x32 --perturb -o "$fx/conv1d_gn_prelu" &&
     $T:tokens_and_features --input-shape 2x9 --input-shape 2x9x16 --input-dtype int64 --input-dtype float32 \
       --input-high 100 --perturb -o "$fx/tokens_and_features" &&
-    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:topk_mlp --input-shape 2x8 --perturb -o "$fx/topk_mlp"
+    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:topk_mlp --input-shape 2x8 --perturb -o "$fx/topk_mlp" &&
+    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:relpos --input-shape 2x3x4x4 --perturb -o "$fx/relpos"
   } > "$work/fixtures.log" 2>&1 && echo "$want" > "$fx/.stamp" ||
     { echo "FAIL fixtures: $(tail -2 "$work/fixtures.log")"; exit 1; }
 fi
@@ -56,7 +58,35 @@ passes() { # NAME: verify --grad passes, with parameter gradients and nothing un
     ok "$m: $(jq_py "$work/$m.json" "print(len(j['outputs']), 'outputs,', len(j['gradients']['params']), 'parameter gradients,', len(j['gradients']['inputs']), 'input gradients') or True") match torch ($(grep '^verify:' "$work/$m.log"))"
   else bad "$m (exit $rc): $(grep -E 'FAIL|ERROR|error' "$work/$m.log" | head -3 | cut -c1-300)"; fi
 }
-for m in resnet18 mobilenet_v2 lstm transformer_encoder tokens_and_features; do passes $m; done
+for m in resnet18 mobilenet_v2 lstm transformer_encoder conv1d_gn_prelu tokens_and_features relpos; do passes $m; done
+# the default export of each small model (verify takes model_preserve.onnx when there
+# is one): LSTM gates folded into the initializers, a GroupNorm's affine Unsqueeze
+# folded, relpos's table[index] folded into one constant
+passes_default() { # NAME
+  local m=$1 dir=$work/default_$1
+  "$MIGC" convert "$fx/$m/model.onnx" --weights "$fx/$m/model.pth" --target mindspore -o "$dir" > "$work/$m.d.convert" 2>&1 &&
+    "$MIGC" verify "$dir" --reference "$fx/$m/ref.npz" --backend mindspore-emu --grad --json "$work/$m.d.json" \
+      > "$work/$m.d.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ] && jq_py "$work/$m.d.json" "j['verdict']=='pass' and len(j['gradients']['params'])>0 and j['gradients']['unmapped']==[]"; then
+    ok "$m (default export): forward and $(jq_py "$work/$m.d.json" "print(len(j['gradients']['params']), end='') or True") parameter gradients match torch ($(grep '^verify:' "$work/$m.d.log"))"
+  else bad "$m (default export, exit $rc): $(grep -hE 'FAIL|ERROR|error' "$work/$m.d.convert" "$work/$m.d.log" | head -3 | cut -c1-300)"; fi
+}
+for m in lstm transformer_encoder conv1d_gn_prelu tokens_and_features relpos; do passes_default $m; done
+# relpos: the table is read through a gather of its flat elements, and the index buffer
+# the graph no longer reads is held; two of the gather's indices swapped must fail
+if grep -q "mindspore.ops.gather(mindspore.ops.reshape(self.table, (-1,)), " "$work/default_relpos/mindspore/net.py" &&
+   grep -q "self.index = mindspore.Parameter(.*requires_grad=False" "$work/default_relpos/mindspore/net.py"; then
+  ok "relpos (default export): net.py gathers the table's elements and holds the index buffer"
+else bad "relpos net.py: $(grep -m2 'table\|index' "$work/default_relpos/mindspore/net.py" | cut -c1-200)"; fi
+cp -r "$work/default_relpos" "$work/relpos_swapped"
+sed -E 's/(ops\.gather\(mindspore\.ops\.reshape\(self\.table, \(-1,\)\), mindspore\.Tensor\(np\.array\(\[)([0-9]+), ([0-9]+), /\1\3, \2, /' \
+  "$work/default_relpos/mindspore/net.py" > "$work/relpos_swapped/mindspore/net.py"
+"$MIGC" verify "$work/relpos_swapped" --reference "$fx/relpos/ref.npz" --backend mindspore-emu > "$work/swapped.log" 2>&1
+rc=$?
+! cmp -s "$work/default_relpos/mindspore/net.py" "$work/relpos_swapped/mindspore/net.py" && [ $rc -eq 1 ] &&
+  grep -q "^output .*FAIL" "$work/swapped.log" && ok "relpos: two gather indices swapped fail the forward (exit 1)" ||
+  bad "relpos swapped indices (exit $rc): $(grep -E '^output|^verify' "$work/swapped.log" | cut -c1-200)"
 "$MIGC" convert "$fx/lstm/model_preserve.onnx" --weights "$fx/lstm/model.pth" --target mindspore -o "$work/lstm_out" \
   > /dev/null 2>&1 && cp "$work/lstm_out/mindspore/net.py" "$work/lstm.net.py"
 if grep -q "^grad-group layer1.0.bn1 .*2 params.*PASS" "$work/resnet18.log" &&
@@ -85,12 +115,10 @@ if [ $rc -eq 1 ] && grep -q "^output .*PASS" "$work/topk.log" &&
    grep -q "ERROR: not computed: node /TopK (TopK): custom-op .*cannot differentiate an ops.Custom kernel" "$work/topk.log"; then
   ok "topk_mlp: forward passes; gradients an error naming the ops.Custom TopK kernel (exit 1)"
 else bad "topk_mlp (exit $rc): $(grep -E 'FAIL|ERROR|error' "$work/topk.log" | head -2 | cut -c1-300)"; fi
-# conv1d_gn_prelu: the Conv1d is not converted (no rule for a rank-3 Conv): refused, named
-"$MIGC" verify "$fx/conv1d_gn_prelu" --backend mindspore-emu --grad > "$work/c1d.log" 2>&1
-rc=$?
-if [ $rc -eq 2 ] && grep -q "net.py does not compute 2 nodes .*node '/0/Conv' (Conv): .*Conv1d as Conv2d" "$work/c1d.log"; then
-  ok "conv1d_gn_prelu: refused (exit 2), naming the Conv1d and why"
-else bad "conv1d_gn_prelu (exit $rc): $(head -3 "$work/c1d.log" | cut -c1-300)"; fi
+# conv1d_gn_prelu: each Conv1d is one nn.Conv1d holding the checkpoint's (out, in, 1, k) weight
+grep -q 'mindspore.nn.Conv1d(in_channels=8, out_channels=16, kernel_size=3, stride=1, pad_mode="pad", padding=1,' \
+  "$work/default_conv1d_gn_prelu/mindspore/net.py" && ok "conv1d_gn_prelu: an nn.Conv1d per Conv1d" ||
+  bad "conv1d_gn_prelu net.py: $(grep -m1 'Conv' "$work/default_conv1d_gn_prelu/mindspore/net.py" | cut -c1-200)"
 
 # --- an OUTDIR of migc convert --target mindspore, and mutations that must fail ---
 out=$work/r18

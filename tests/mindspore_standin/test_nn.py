@@ -94,6 +94,39 @@ class TestConv2d(unittest.TestCase):
         self.assertLessEqual(np.abs(conv.bias.asnumpy()).max(), bound)
 
 
+class TestConv1d(unittest.TestCase):
+    def test_weight_is_4d_and_pad_symmetric(self):
+        # nn.Conv1d: weight (out, in/group, 1, k); padding one int, both sides
+        w, b = arr(4, 3, 1, 5), arr(4)
+        conv = nn.Conv1d(3, 4, 5, stride=2, pad_mode="pad", padding=2, has_bias=True,
+                         weight_init=T(w), bias_init=T(b))
+        self.assertEqual(conv.weight.shape, (4, 3, 1, 5))
+        x = arr(2, 3, 11)
+        want = F.conv1d(torch.from_numpy(x), torch.from_numpy(w[:, :, 0, :]), torch.from_numpy(b),
+                        stride=2, padding=2)
+        close(self, conv(T(x)), want)
+
+    def test_default_same_no_bias_and_3d_weight_init(self):
+        # pad_mode default 'same' (the odd extra pad at the end), has_bias default False; a 3-D
+        # weight_init Tensor is expanded to (out, in, 1, k)
+        w = arr(2, 3, 4)
+        conv = nn.Conv1d(3, 2, 4, weight_init=T(w))
+        self.assertIsNone(conv.bias)
+        self.assertEqual(conv.weight.shape, (2, 3, 1, 4))
+        x = arr(1, 3, 9)
+        want = F.conv1d(F.pad(torch.from_numpy(x), (1, 2)), torch.from_numpy(w))
+        close(self, conv(T(x)), want)
+
+    def test_plain_ints_and_3d_input(self):
+        with self.assertRaises(TypeError):
+            nn.Conv1d(3, 2, (3,))
+        with self.assertRaises(ValueError):
+            nn.Conv1d(3, 2, 3, padding=1)  # pad_mode 'same' by default
+        conv = nn.Conv1d(3, 2, 3, pad_mode="valid")
+        with self.assertRaises(ValueError):
+            conv(T(arr(1, 3, 4, 4)))
+
+
 class TestDense(unittest.TestCase):
     def test_weight_out_in_and_rank3(self):
         w, b = arr(5, 3), arr(5)

@@ -66,6 +66,29 @@ def _check_input_dtype(api, x, w):
                            % (_dtype.from_torch(x.dtype), _dtype.from_torch(w.dtype)))
 
 
+def _conv_parameters(cell, api, weight_init, bias_init, wshape, fan_in, has_bias, tdt):
+    """A conv layer's weight and bias: weight_init None -> HeUniform(sqrt(5)), bias_init
+    None -> Uniform(1/sqrt(fan_in)), no bias unless has_bias ('else self.bias=None')."""
+    out_channels = wshape[0]
+    cell.weight = new_parameter(_init(api, weight_init, wshape, tdt, "weight_init",
+                                      lambda: _he_uniform_sqrt5(wshape, fan_in, tdt)))
+    if has_bias:
+        cell.bias = new_parameter(_init(api, bias_init, (out_channels,), tdt, "bias_init",
+                                        lambda: _uniform((out_channels,), 1 / math.sqrt(fan_in), tdt)))
+    else:
+        cell.bias = None
+
+
+def _conv_input(api, cell, x, rank, layout):
+    t = T(api, x, "x")
+    if t.dim() != rank:
+        raise ValueError("%s: input must be %d-D (%s), got %d-D" % (api, rank, layout, t.dim()))
+    if t.shape[1] != cell.in_channels:
+        raise ValueError("%s: input has %d channels, in_channels is %d" % (api, t.shape[1], cell.in_channels))
+    _check_input_dtype(api, t, cell.weight._t)
+    return t
+
+
 # mindspore.nn.Conv2d: weight (out, in/group, kh, kw); has_bias default False; pad_mode
 # default 'same'; padding must be 0 unless pad_mode='pad'; padding int or 4-tuple ORDER
 # (top, bottom, left, right); 'same': excess odd padding goes to right/bottom; stride and
@@ -110,23 +133,12 @@ class Conv2d(Cell):
         kh, kw = self.kernel_size
         wshape = (out_channels, in_channels // group, kh, kw)
         fan_in = in_channels // group * kh * kw
-        self.weight = new_parameter(_init(api, weight_init, wshape, tdt, "weight_init",
-                                          lambda: _he_uniform_sqrt5(wshape, fan_in, tdt)))
-        if has_bias:
-            self.bias = new_parameter(_init(api, bias_init, (out_channels,), tdt, "bias_init",
-                                            lambda: _uniform((out_channels,), 1 / math.sqrt(fan_in), tdt)))
-        else:
-            self.bias = None  # 'else self.bias=None'
+        _conv_parameters(self, api, weight_init, bias_init, wshape, fan_in, has_bias, tdt)
 
     def construct(self, x):
         api = "mindspore.nn.Conv2d"
-        t = T(api, x, "x")
-        if t.dim() != 4:
-            raise ValueError("%s: input must be 4-D (NCHW), got %d-D" % (api, t.dim()))
-        if t.shape[1] != self.in_channels:
-            raise ValueError("%s: input has %d channels, in_channels is %d" % (api, t.shape[1], self.in_channels))
+        t = _conv_input(api, self, x, 4, "NCHW")
         w = self.weight._t
-        _check_input_dtype(api, t, w)
         if self.pad_mode == "pad":
             top, bottom, left, right = self.padding
         elif self.pad_mode == "valid":
@@ -144,6 +156,74 @@ class Conv2d(Cell):
         if self.bias is not None:
             y = y + self.bias._t.reshape(1, -1, 1, 1)
         return wrap(y)
+
+
+def _plain_int(api, v, what):
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError("%s: %s must be an int, got %r" % (api, what, v))
+    return v
+
+
+# mindspore.nn.Conv1d: 'kernel_size/stride/padding/dilation must be plain int
+# (check_value_type [int]); padding symmetric only (self.padding=(0,0,padding,padding))';
+# pad_mode default 'same', padding must be 0 unless pad_mode='pad'; weight parameter 4-D
+# (out, in/group, 1, k); 'construct: expand_dims(x,2) -> Conv2D -> BiasAdd -> squeeze(2);
+# input must be 3-D'; weight_init None -> HeUniform(sqrt(5)), bias_init None ->
+# Uniform(1/sqrt(fan_in)); has_bias default False.
+@implements("mindspore.nn.Conv1d")
+class Conv1d(Cell):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, pad_mode, padding, dilation,
+                 group, has_bias, weight_init, bias_init, dtype):
+        Cell.__init__(self)
+        api = "mindspore.nn.Conv1d"
+        for n, v in (("in_channels", in_channels), ("out_channels", out_channels), ("group", group)):
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError("%s: %s must be a positive int, got %r" % (api, n, v))
+        k = _plain_int(api, kernel_size, "kernel_size")
+        st = _plain_int(api, stride, "stride")
+        dil = _plain_int(api, dilation, "dilation")
+        pad = _plain_int(api, padding, "padding")
+        _positive(api, (k, st, dil), "kernel_size/stride/dilation")
+        if pad_mode not in ("same", "valid", "pad"):
+            raise ValueError("%s: pad_mode must be 'same', 'valid' or 'pad', got %r" % (api, pad_mode))
+        if pad < 0:
+            raise ValueError("%s: padding must be non-negative" % api)
+        if pad_mode != "pad" and pad:
+            raise ValueError("%s: padding must be 0 unless pad_mode='pad' (pad_mode=%r)" % (api, pad_mode))
+        if in_channels % group or out_channels % group:
+            raise ValueError("%s: in_channels and out_channels must be divisible by group" % api)
+        if not isinstance(has_bias, bool):
+            raise TypeError("%s: has_bias must be a bool" % api)
+        tdt = _dtype.check(api, dtype)
+        self.in_channels, self.out_channels, self.group = in_channels, out_channels, group
+        self.kernel_size, self.stride, self.dilation = k, st, dil
+        self.pad_mode, self.padding, self.has_bias = pad_mode, pad, has_bias
+        wshape = (out_channels, in_channels // group, 1, k)
+        fan_in = in_channels // group * k
+        if isinstance(weight_init, Tensor) and len(weight_init.shape) == 3:
+            weight_init = wrap(weight_init._t.unsqueeze(2))  # "a 3-D Tensor passed as weight_init is auto-expanded"
+        _conv_parameters(self, api, weight_init, bias_init, wshape, fan_in, has_bias, tdt)
+
+    def construct(self, x):
+        api = "mindspore.nn.Conv1d"
+        t = _conv_input(api, self, x, 3, "N, C, L")
+        w = self.weight._t
+        t = t.unsqueeze(2)  # expand_dims(x, 2): (N, C, 1, L) against the (out, in, 1, k) weight
+        if self.pad_mode == "pad":
+            left = right = self.padding
+        elif self.pad_mode == "valid":
+            left = right = 0
+        else:  # 'same': out = ceil(in / stride), the odd extra pad at the end
+            n = t.shape[3]
+            out = -(-n // self.stride)
+            total = max((out - 1) * self.stride + (self.kernel_size - 1) * self.dilation + 1 - n, 0)
+            left, right = total // 2, total - total // 2
+        if left or right:
+            t = F.pad(t, (left, right, 0, 0))
+        y = F.conv2d(t, w, None, (1, self.stride), 0, (1, self.dilation), self.group)
+        if self.bias is not None:
+            y = y + self.bias._t.reshape(1, -1, 1, 1)
+        return wrap(y.squeeze(2))
 
 
 # mindspore.nn.Dense: weight (out_channels, in_channels), bias (out_channels,); construct:
@@ -690,5 +770,5 @@ class LSTM(Cell):
         return wrap(out), (wrap(torch.stack(hn, 0)), wrap(torch.stack(cn, 0)))
 
 
-IMPLEMENTED = [Conv2d, Dense, Dropout, Flatten, GELU, HSigmoid, HSwish, Identity, LayerNorm,
+IMPLEMENTED = [Conv1d, Conv2d, Dense, Dropout, Flatten, GELU, HSigmoid, HSwish, Identity, LayerNorm,
                BatchNorm1d, BatchNorm2d, BatchNorm3d, MaxPool2d, AvgPool2d, LSTM]
