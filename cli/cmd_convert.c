@@ -7,6 +7,7 @@
  * source model (absolute path), weights source and options, which `migc verify
  * OUTDIR` reads. */
 #include "cli.h"
+#include "ascend.h"
 #include "codegen.h"
 #include "mindspore_step.h"
 #include "ms_package.h"
@@ -266,6 +267,8 @@ typedef struct {
   rule_set *rs[MAP_TARGET_COUNT];
   size_t first_cpu_diag, first_ms_diag;
   mg_model *ms_model;         /* the MindSpore target's own copy, cloned before C lowers m */
+  mg_model *asc_model;        /* the Ascend target's, cloned from the prepared m likewise */
+  size_t first_asc_diag;
   double t0, t_import;
   int rc;
 } convert_job;
@@ -408,6 +411,11 @@ static int prepare_model(convert_job *j) {
   }
   j->t_import = seconds();
   for (int i = 0; i < j->n_binds; i++) j->unbound += j->binds[i].kind == WT_UNBOUND;
+  if (j->want[MAP_TARGET_ASCEND] && !j->cpu_only && !(j->asc_model = mg_model_clone(j->m))) {
+    mg_error(&j->d, OOM, NULL, NULL, "out of memory copying the model for the Ascend target");
+    j->rc = EXIT_INTERNAL;
+    return -1;
+  }
   if (j->have_cm && coverage_map(&j->cm, j->m, j->rs)) {
     j->rc = EXIT_INTERNAL;
     return -1;
@@ -519,6 +527,27 @@ static int write_ms_package(convert_job *j) {
   return 0;
 }
 
+/* OUTDIR/ascend/: the aclnn host program, from the rules' plan. */
+static int emit_ascend_program(convert_job *j) {
+  if (!j->asc_model) return 0;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/ascend", j->outdir);
+  asc_report r;
+  j->first_asc_diag = j->d.count;
+  if (emit_ascend(j->asc_model, j->rs[MAP_TARGET_ASCEND], dir, j->model, &r, &j->d)) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
+  }
+  fprintf(stderr, "convert: ascend: %d aclnn calls, %d views, %d objects; device arena %zu bytes, weights %zu bytes; "
+                  "%d not converted (%s: make -C %s emu for the emulator)\n",
+          r.n_calls, r.n_views, r.n_objects, r.arena_bytes, r.weights_bytes, r.n_unsupported, dir, dir);
+  if (j->strict && j->want[MAP_TARGET_ASCEND] && r.n_unsupported) {
+    strict_names_emitted(&j->d, "ascend", j->first_asc_diag);
+    j->rc = EXIT_BAD_INPUT;
+  }
+  return 0;
+}
+
 /* OUTDIR/coverage.{json,md}, the CPU column from emit_cpu's diagnostics, and
  * --strict's verdict on the targets that have no emitter yet. */
 static int write_coverage(convert_job *j) {
@@ -529,6 +558,7 @@ static int write_coverage(convert_job *j) {
   const int on[MAP_TARGET_COUNT] = {1, 1, 1};
   if (coverage_cpu(&j->cm, &j->d, j->first_cpu_diag) ||
       (j->ms_model && coverage_emitter(&j->cm, MAP_TARGET_MINDSPORE, &j->d, j->first_ms_diag)) ||
+      (j->asc_model && coverage_emitter(&j->cm, MAP_TARGET_ASCEND, &j->d, j->first_asc_diag)) ||
       coverage_end(&j->cm)) {
     j->rc = EXIT_INTERNAL;
     return -1;
@@ -536,10 +566,11 @@ static int write_coverage(convert_job *j) {
   if (cli_coverage_write(&j->cm, 1, on, "json", cov_json) || cli_coverage_write(&j->cm, 1, on, "md", cov_md))
     j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   for (int t = MAP_TARGET_ASCEND; t < MAP_TARGET_COUNT; t++) {
-    if (t == MAP_TARGET_MINDSPORE && j->ms_model) continue; /* its emitter has spoken */
+    if ((t == MAP_TARGET_MINDSPORE && j->ms_model) || (t == MAP_TARGET_ASCEND && j->asc_model))
+      continue; /* its emitter has spoken */
     double rate = converted_rate(cov_json, map_target_name(t));
-    fprintf(stderr, "convert: %s: %.1f%% of nodes mappable (coverage.md); emitter not built yet, nothing written\n",
-            map_target_name(t), rate < 0 ? 0 : 100 * rate);
+    fprintf(stderr, "convert: %s: %.1f%% of nodes mappable (coverage.md); not written (add --target %s)\n",
+            map_target_name(t), rate < 0 ? 0 : 100 * rate, map_target_name(t));
     if (j->strict && j->want[t] && rate < 1) {
       strict_names_coverage(cov_json, map_target_name(t));
       j->rc = EXIT_BAD_INPUT;
@@ -565,7 +596,8 @@ static int convert_run(convert_job *j) {
   j->t0 = seconds();
   /* a failing step stops the ones after it; j->rc holds the verdict either way */
   (void)(import_model(j) || begin_coverage(j) || prepare_model(j) || emit_cpu(j) || write_checkpoint(j) ||
-         emit_mindspore_net(j) || write_ms_package(j) || write_coverage(j) || write_record(j));
+         emit_mindspore_net(j) || write_ms_package(j) || emit_ascend_program(j) || write_coverage(j) ||
+         write_record(j));
   return j->rc;
 }
 
@@ -576,7 +608,8 @@ static void convert_free(convert_job *j) {
   mg_free(j->binds);
   wt_rules_free(j->rules);
   wt_close(j->src);
-  mg_model_free(j->ms_model); /* before m, whose data it shares */
+  mg_model_free(j->ms_model); /* before m, whose data they share */
+  mg_model_free(j->asc_model);
   mg_model_free(j->m);
 }
 

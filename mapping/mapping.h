@@ -51,6 +51,8 @@ enum { MAP_TARGET_CPU, MAP_TARGET_ASCEND, MAP_TARGET_MINDSPORE, MAP_TARGET_COUNT
 const char *map_target_name(int t);
 /* MindSpore's spelling of dtype t ("mindspore.float32"), NULL when it has none. */
 const char *map_ms_dtype_name(mg_dtype t);
+/* The aclDataType name of dtype t ("ACL_FLOAT"), NULL when it has none. */
+const char *map_acl_dtype_name(mg_dtype t);
 
 /* Maps one node for a rules target (rs; NULL gives MAP_UNSUPPORTED_OP: the CPU
  * target has no rules, its emitter's check decides, see coverage_cpu). The detail

@@ -650,7 +650,7 @@ const char *map_ms_dtype_name(mg_dtype t) {
 }
 
 /* aclDataType names (aclnn-api.json enums.aclDataType). */
-static const char *acl_name(mg_dtype t) {
+const char *map_acl_dtype_name(mg_dtype t) {
   switch (t) {
   case MG_F32: return "ACL_FLOAT";
   case MG_F16: return "ACL_FLOAT16";
@@ -679,7 +679,7 @@ int ev_ms_dtype(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
 
 int ev_acl_dtype(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   mg_dtype t;
-  return dtype_arg(c, "acl_dtype", argc, argv, &t) ? -1 : spelled(c, "acl_dtype", t, acl_name(t), out);
+  return dtype_arg(c, "acl_dtype", argc, argv, &t) ? -1 : spelled(c, "acl_dtype", t, map_acl_dtype_name(t), out);
 }
 
 int ev_contiguous_strides(ev_ctx *c, int argc, const map_value *argv, map_value *out) {

@@ -1,0 +1,157 @@
+/* Device buffers of the Ascend program (asc_internal.h): inputs, the weights
+ * buffer, and the arena of intermediates planned by liveness. */
+#include "asc_internal.h"
+#include "plan.h"
+#include <string.h>
+
+/* aclCreateTensor's tensorData must be 32-byte aligned (aclnn-api.json
+ * aclCreateTensor); 64 keeps every buffer on a cache line too. */
+enum { ASC_ALIGN = 64 };
+
+typedef struct asc_scratch {
+  int id;              /* its value */
+  size_t bytes;
+  struct asc_scratch *next;
+} asc_scratch;
+
+static size_t round_up(size_t n) { return (n + ASC_ALIGN - 1) / ASC_ALIGN * ASC_ALIGN; }
+
+static size_t value_bytes(const mg_value *v) {
+  int64_t n = mg_shape_numel(&v->shape);
+  return n < 0 ? 0 : (size_t)n * mg_dtype_size(v->dtype);
+}
+
+/* A new value id for v (a zero tensor or a scratch buffer), its own root. */
+static int add_value(asc_ctx *c, const mg_value *v) {
+  if (c->n_vals == c->cap_vals) {
+    int cap = 2 * c->cap_vals + 16;
+    const mg_value **vals = mg_arena_alloc(&c->a, sizeof *vals * (size_t)cap);
+    int *root = mg_arena_alloc(&c->a, sizeof *root * (size_t)cap);
+    asc_loc *loc = mg_arena_alloc(&c->a, sizeof *loc * (size_t)cap);
+    if (!vals || !root || !loc) { c->failed = 1; return -1; }
+    if (c->n_vals) {
+      memcpy(vals, c->vals, sizeof *vals * (size_t)c->n_vals);
+      memcpy(root, c->root, sizeof *root * (size_t)c->n_vals);
+      memcpy(loc, c->loc, sizeof *loc * (size_t)c->n_vals);
+    }
+    c->vals = vals, c->root = root, c->loc = loc, c->cap_vals = cap;
+  }
+  int id = c->n_vals++;
+  c->vals[id] = v, c->root[id] = id;
+  memset(&c->loc[id], 0, sizeof c->loc[id]);
+  return id;
+}
+
+/* Whether node n is a view of its input 0 (its rule's call is aclCreateTensor). */
+static int is_view(asc_ctx *c, const mg_node *n) {
+  map_plan *p = map_node_plan(n, c->rs, &c->a);
+  if (!p) { c->failed = 1; return 0; }
+  const char *fn = p->status == MAP_SUPPORTED && p->rule ? rule_call(p->rule) : NULL;
+  return fn && !strcmp(fn, "aclCreateTensor") && n->n_in > 0 && n->in[0] && n->n_out > 0 && n->out[0];
+}
+
+int asc_plan_buffers(asc_ctx *c) {
+  mg_graph *g = c->m->graph;
+  for (int i = 0; i < g->n_values; i++)
+    if (add_value(c, g->values[i]) != i) return -1;
+  for (int i = 0; i < g->n_nodes && !c->failed; i++) {
+    const mg_node *n = g->nodes[i];
+    if (is_view(c, n)) c->root[n->out[0]->id] = c->root[n->in[0]->id];
+  }
+  for (int k = 0; k < g->n_inputs; k++) c->loc[g->inputs[k]->id] = (asc_loc){LOC_INPUT, 0, k};
+  /* constants: the weights buffer, in value order */
+  for (int i = 0; i < g->n_values; i++) {
+    const mg_value *v = g->values[i];
+    if (!v->data || v->kind == MG_V_INPUT || c->root[i] != i) continue;
+    c->loc[i] = (asc_loc){LOC_WEIGHTS, c->weights_bytes, 0};
+    c->weights_bytes += round_up(value_bytes(v));
+  }
+  /* node outputs: live from their node to their last reader's (a view's readers
+   * count for the buffer it shares); graph outputs to the end */
+  int *first = mg_arena_alloc(&c->a, sizeof(int) * (size_t)(g->n_values + 1));
+  int *last = mg_arena_alloc(&c->a, sizeof(int) * (size_t)(g->n_values + 1));
+  cg_buffer *bufs = mg_arena_alloc(&c->a, sizeof *bufs * (size_t)(g->n_values + 1));
+  if (!first || !last || !bufs || c->failed) {
+    mg_error(c->d, OOM, NULL, NULL, "out of memory planning the Ascend buffers");
+    return -1;
+  }
+  for (int i = 0; i < g->n_values; i++) first[i] = last[i] = -1;
+  for (int j = 0; j < g->n_nodes; j++) {
+    const mg_node *n = g->nodes[j];
+    for (int k = 0; k < n->n_out; k++)
+      if (n->out[k] && first[c->root[n->out[k]->id]] < 0) first[c->root[n->out[k]->id]] = j;
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k]) last[c->root[n->in[k]->id]] = j;
+  }
+  for (int k = 0; k < g->n_outputs; k++) last[c->root[g->outputs[k]->id]] = g->n_nodes;
+  int nb = 0;
+  for (int i = 0; i < g->n_values; i++) {
+    const mg_value *v = g->values[i];
+    if (c->root[i] != i || v->kind != MG_V_NODE || v->data || first[i] < 0) continue;
+    if (!mg_shape_is_static(&v->shape) || !mg_dtype_size(v->dtype)) {
+      mg_error(c->d, UNSUPPORTED, v->producer ? v->producer->name : v->name, v->producer ? v->producer->op_type : NULL,
+               "ascend: value '%s' has %s: the program plans static device buffers (give --input-shape)", v->name,
+               mg_dtype_size(v->dtype) ? "a shape known only at run time" : "a dtype with no device layout");
+      continue;
+    }
+    bufs[nb++] = (cg_buffer){i, round_up(value_bytes(v)), first[i], last[i] < first[i] ? first[i] : last[i], 0};
+  }
+  size_t arena = cg_assign_offsets(bufs, nb);
+  if (arena == (size_t)-1) {
+    mg_error(c->d, OOM, NULL, NULL, "out of memory planning the Ascend arena");
+    return -1;
+  }
+  for (int b = 0; b < nb; b++) c->loc[bufs[b].value] = (asc_loc){LOC_ARENA, bufs[b].offset, 0};
+  c->arena_bytes = arena;
+  return 0;
+}
+
+int asc_zeros_value(asc_ctx *c, const map_ref *r) {
+  mg_value *v = mg_arena_alloc(&c->a, sizeof *v);
+  if (!v || r->view_rank < 0 || r->view_rank > MG_MAX_RANK) return -1;
+  v->name = "zeros", v->kind = MG_V_CONST, v->dtype = r->dtype, v->shape.rank = r->view_rank, v->id = -1;
+  for (int k = 0; k < r->view_rank; k++) v->shape.d[k].v = r->view_dims[k];
+  int id = add_value(c, v);
+  if (id < 0) return -1;
+  v->id = id;
+  c->loc[id] = (asc_loc){LOC_WEIGHTS, c->weights_bytes, 0}; /* no data: written as zeros */
+  c->weights_bytes += round_up(value_bytes(v));
+  return id;
+}
+
+int asc_scratch_value(asc_ctx *c, const mg_node *n, const map_ref *r) {
+  (void)n;
+  mg_value *v = mg_arena_alloc(&c->a, sizeof *v);
+  asc_scratch *s = mg_arena_alloc(&c->a, sizeof *s);
+  if (!v || !s) return -1;
+  v->name = "scratch", v->kind = MG_V_NODE, v->dtype = MG_U8, v->shape.rank = 1, v->id = -1;
+  v->shape.d[0].v = (int64_t)(r->scratch_bytes ? r->scratch_bytes : 1);
+  int id = add_value(c, v);
+  if (id < 0) return -1;
+  v->id = id;
+  /* after the planned arena, never shared: a scratch is written only by its node */
+  c->loc[id] = (asc_loc){LOC_ARENA, c->arena_bytes, 0};
+  c->arena_bytes += round_up(value_bytes(v));
+  s->id = id, s->bytes = value_bytes(v), s->next = c->scratch, c->scratch = s;
+  return id;
+}
+
+void asc_unsupported(asc_ctx *c, const mg_node *n, const char *why) {
+  mg_diag_add(c->d, MG_SEV_ERROR, MG_D_UNSUPPORTED, n->name, n->op_type, "ascend: %s", why);
+  c->r->n_unsupported++;
+  if (!c->first_unsupported)
+    c->first_unsupported = mg_arena_printf(&c->a, "node '%s' (%s): %s", n->name, n->op_type, why);
+}
+
+void asc_use_fn(asc_ctx *c, const char *fn) {
+  for (int i = 0; i < c->n_fns; i++)
+    if (!strcmp(c->fns[i], fn)) return;
+  if (c->n_fns == c->cap_fns) {
+    int cap = 2 * c->cap_fns + 32;
+    const char **p = mg_arena_alloc(&c->a, sizeof *p * (size_t)cap);
+    if (!p) { c->failed = 1; return; }
+    if (c->n_fns) memcpy(p, c->fns, sizeof *p * (size_t)c->n_fns);
+    c->fns = p, c->cap_fns = cap;
+  }
+  c->fns[c->n_fns++] = mg_arena_strdup(&c->a, fn);
+}

@@ -1,0 +1,63 @@
+/* Shared by the Ascend emitter's files (emit_ascend.c: the nodes; asc_buffers.c:
+ * device buffers; asc_project.c: the files written). */
+#ifndef MG_ASC_INTERNAL_H
+#define MG_ASC_INTERNAL_H
+#include "ascend.h"
+#include "text.h"
+
+/* The status a generated model reports for a create call that returned NULL. */
+enum { ACL_EMIT_NULL = -1 };
+
+typedef enum { LOC_NONE, LOC_ARENA, LOC_WEIGHTS, LOC_INPUT } asc_loc_kind;
+typedef struct {
+  asc_loc_kind kind;
+  size_t offset;  /* ARENA, WEIGHTS: bytes from the buffer's start */
+  int index;      /* INPUT: the graph input */
+} asc_loc;
+
+typedef struct {
+  mg_model *m;
+  const rule_set *rs;
+  mg_diags *d;
+  asc_report *r;
+  const char *model_path;
+  mg_arena a;
+  cg_buf init, run;            /* model_init's node section, model_run's calls */
+  /* by value id: the graph's values, then the zero tensors and scratch buffers
+   * the plan asks for (vals[id]) */
+  const mg_value **vals;
+  int n_vals, cap_vals;
+  int *root;                   /* the value whose buffer it is (a view's input's) */
+  asc_loc *loc;                /* by root */
+  size_t arena_bytes, weights_bytes;
+  struct asc_scratch *scratch; /* scratch buffers placed after the planned arena */
+  int n_tensors, n_arrays, n_scalars, n_lists, n_execs;
+  int *in_list;                /* by tensor: 1 + the tensor list it is a member of (destroyed
+                                  with it), or 0 */
+  int cap_in_list;
+  const char **fns;            /* aclnn functions called, for acl_decls.h */
+  int n_fns, cap_fns;
+  const char *first_unsupported; /* "node 'X' (Op): why", which model_init refuses with */
+  int failed;                  /* out of memory */
+} asc_ctx;
+
+/* The type text of parameter pos of fact-table function fn ("const aclTensor*"): 0,
+ * or -1 when fn or the position is unknown. */
+int asc_fn_param_type(const char *fn, int pos, char *type, size_t n);
+
+/* Places every value: graph inputs (a device buffer each), constants (the weights
+ * buffer), node outputs (the arena, planned by liveness), views (their input's
+ * buffer). 0, or -1 (recorded). */
+int asc_plan_buffers(asc_ctx *c);
+/* A zero tensor of the ref's dtype and view dims, in the weights buffer; its id. */
+int asc_zeros_value(asc_ctx *c, const map_ref *r);
+/* A scratch buffer of r->scratch_bytes for node n (a UINT8 tensor), in the arena
+ * past the planned part; its id. */
+int asc_scratch_value(asc_ctx *c, const mg_node *n, const map_ref *r);
+/* Records that node n cannot be emitted: an unsupported diagnostic. */
+void asc_unsupported(asc_ctx *c, const mg_node *n, const char *why);
+/* Notes that the program calls fact-table function fn. */
+void asc_use_fn(asc_ctx *c, const char *fn);
+/* Writes the project into dir. 0, or -1 (recorded). */
+int asc_write_project(asc_ctx *c, const char *dir);
+#endif
