@@ -88,12 +88,7 @@ int asc_plan_buffers(asc_ctx *c) {
   for (int i = 0; i < g->n_values; i++) {
     const mg_value *v = g->values[i];
     if (c->root[i] != i || v->kind != MG_V_NODE || v->data || first[i] < 0) continue;
-    if (!mg_shape_is_static(&v->shape) || !mg_dtype_size(v->dtype)) {
-      mg_error(c->d, UNSUPPORTED, v->producer ? v->producer->name : v->name, v->producer ? v->producer->op_type : NULL,
-               "ascend: value '%s' has %s: the program plans static device buffers (give --input-shape)", v->name,
-               mg_dtype_size(v->dtype) ? "a shape known only at run time" : "a dtype with no device layout");
-      continue;
-    }
+    if (!mg_shape_is_static(&v->shape) || !mg_dtype_size(v->dtype)) continue; /* no buffer: its readers say why */
     bufs[nb++] = (cg_buffer){i, round_up(value_bytes(v)), first[i], last[i] < first[i] ? first[i] : last[i], 0};
   }
   size_t arena = cg_assign_offsets(bufs, nb);

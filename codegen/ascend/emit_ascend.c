@@ -91,6 +91,13 @@ static void int64_list(cg_buf *b, const int64_t *v, int n) {
   cg_buf_printf(b, "}");
 }
 
+/* Why value v has no device buffer. */
+static const char *no_buffer(asc_ctx *c, const mg_value *v) {
+  if (!mg_dtype_size(v->dtype)) return dupf(c, "value '%s' has a dtype with no device layout", v->name);
+  return dupf(c, "value '%s' has a shape known only at run time, and the program plans static device buffers "
+                 "(give --input-shape)", v->name);
+}
+
 /* A new aclTensor at init over value v (its own dims, dense), or over the view
  * (dims, strides, offset in elements) of v's buffer; its index in m->t. */
 static int new_tensor(asc_ctx *c, const char *fn, const mg_value *v, int view_rank, const int64_t *vd,
@@ -144,7 +151,7 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
       return dupf(c, "m->t[%d]", new_tensor(c, fn, z, -1, NULL, NULL, 0, z->dtype));
     }
     if (!r->v || r->role == MAP_REF_DATA) { *why = "a tensor argument the program cannot pass"; return NULL; }
-    if (c->loc[c->root[r->v->id]].kind == LOC_NONE) { *why = "a value with no device buffer"; return NULL; }
+    if (c->loc[c->root[r->v->id]].kind == LOC_NONE) { *why = no_buffer(c, r->v); return NULL; }
     return dupf(c, "m->t[%d]", new_tensor(c, fn, r->v, r->view_rank, r->view_dims, r->view_strides, r->view_offset,
                                          r->v->dtype));
   }
@@ -153,7 +160,7 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
     int first = -1, list = c->n_lists;
     for (int i = 0; i < v->n; i++) {
       const map_ref *r = &v->refs[i];
-      if (!r->v || c->loc[c->root[r->v->id]].kind == LOC_NONE) { *why = "a list member with no device buffer"; return NULL; }
+      if (!r->v || c->loc[c->root[r->v->id]].kind == LOC_NONE) { *why = r->v ? no_buffer(c, r->v) : "a list member the program cannot pass"; return NULL; }
       int k = new_tensor(c, fn, r->v, r->view_rank, r->view_dims, r->view_strides, r->view_offset, r->v->dtype);
       if (k >= c->cap_in_list) { *why = "out of memory"; return NULL; }
       c->in_list[k] = list + 1; /* aclDestroyTensorList destroys its members */
