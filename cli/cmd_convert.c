@@ -46,8 +46,12 @@ static void help(FILE *f) {
           "                     README.md, converter_lite.cfg, convert_lite.sh and atc.sh\n"
           "  modelarts/model/   with --target mindspore: the ModelArts package (config.json,\n"
           "                     customize_service.py, net.py, model.ckpt, tmp.om)\n"
-          "Nodes a target cannot take are reported one by one (and the rest is converted);\n"
-          "the Ascend emitter is not built yet, so for it only the coverage report is written.\n"
+          "  ascend/           with --target ascend: a C99 host program on the CANN aclnn API\n"
+          "                     (model.h, model.c, acl_decls.h, model.weights, main.c),\n"
+          "                     CMakeLists.txt for a CANN install, a Makefile whose `emu`\n"
+          "                     target builds it against the aclnn emulator (emu/), host\n"
+          "                     fallbacks (host_*.c) and custom_ops/<Op>/ skeletons\n"
+          "Nodes a target cannot take are reported one by one (and the rest is converted).\n"
           "\n"
           "  --weights SRC          .pth/.safetensors for the checkpoint (default: the\n"
           "                         ONNX initializers); its tensors are bound to the graph\n"
@@ -66,6 +70,8 @@ static void help(FILE *f) {
           "  --modelarts-runtime S  config.json's runtime (default " MS_PACKAGE_DEFAULT_RUNTIME ",\n"
           "                         a MindSpore + CANN runtime ModelArts documents; which exist\n"
           "                         depends on the region)\n"
+          "  --ascend-no-op NAME    treat ONNX op NAME (or aclnn function NAME) as having no\n"
+          "                         aclnn call, to exercise the host fallback (repeatable)\n"
           "  --model-algorithm NAME config.json's model_algorithm (default " MS_PACKAGE_DEFAULT_ALGORITHM "; e.g.\n"
           "                         image_classification): a letter first, at most 36 characters,\n"
           "                         none of & ! ' \" < > =\n");
@@ -269,6 +275,8 @@ typedef struct {
   mg_model *ms_model;         /* the MindSpore target's own copy, cloned before C lowers m */
   mg_model *asc_model;        /* the Ascend target's, cloned from the prepared m likewise */
   size_t first_asc_diag;
+  const char *no_ops[16];     /* --ascend-no-op */
+  int n_no_ops;
   double t0, t_import;
   int rc;
 } convert_job;
@@ -295,6 +303,13 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     else if (!strcmp(a, "--no-fold-bn")) j->o.no_fold_bn = 1;
     else if (!strcmp(a, "--cpu-only")) j->cpu_only = 1;
     else if (!strcmp(a, "--modelarts-runtime") && more) j->ms_runtime = argv[++i];
+    else if (!strcmp(a, "--ascend-no-op") && more) {
+      if (j->n_no_ops == 16) {
+        fprintf(stderr, "migc convert: --ascend-no-op given more than 16 times\n");
+        return EXIT_BAD_INPUT;
+      }
+      j->no_ops[j->n_no_ops++] = argv[++i];
+    }
     else if (!strcmp(a, "--model-algorithm") && more) j->model_algorithm = argv[++i];
     else if (!strcmp(a, "--string-pool") && more) {
       char *end;
@@ -534,14 +549,17 @@ static int emit_ascend_program(convert_job *j) {
   snprintf(dir, sizeof dir, "%s/ascend", j->outdir);
   asc_report r;
   j->first_asc_diag = j->d.count;
-  if (emit_ascend(j->asc_model, j->rs[MAP_TARGET_ASCEND], dir, j->model, &r, &j->d)) {
+  asc_options ao = {j->no_ops, j->n_no_ops};
+  if (emit_ascend(j->asc_model, j->rs[MAP_TARGET_ASCEND], &ao, dir, j->model, &r, &j->d)) {
     j->rc = EXIT_BAD_INPUT;
     return -1;
   }
   fprintf(stderr, "convert: ascend: %d aclnn calls, %d views, %d objects; device arena %zu bytes, weights %zu bytes; "
-                  "%d not converted (%s: make -C %s emu for the emulator)\n",
-          r.n_calls, r.n_views, r.n_objects, r.arena_bytes, r.weights_bytes, r.n_unsupported, dir, dir);
-  if (j->strict && j->want[MAP_TARGET_ASCEND] && r.n_unsupported) {
+                  "%d host fallbacks (%zu bytes moved per run), %d not converted (%s: make -C %s emu for the emulator)\n",
+          r.n_calls, r.n_views, r.n_objects, r.arena_bytes, r.weights_bytes, r.n_fallbacks, r.fallback_bytes,
+          r.n_unsupported, dir, dir);
+  /* a host fallback runs, but not on the device: not a conversion --strict accepts */
+  if (j->strict && j->want[MAP_TARGET_ASCEND] && (r.n_unsupported || r.n_fallbacks)) {
     strict_names_emitted(&j->d, "ascend", j->first_asc_diag);
     j->rc = EXIT_BAD_INPUT;
   }

@@ -23,8 +23,9 @@ static void help(FILE *f) {
           "\n"
           "Maps every node of every model for every target and reports, per op: its count,\n"
           "its status on each target (supported, decomposed, unsupported-op,\n"
-          "unsupported-attribute, unsupported-dtype, dynamic-shape, and for mindspore\n"
-          "custom-op (cpu kernel): an ops.Custom call to the CPU kernel), the node names, the\n"
+          "unsupported-attribute, unsupported-dtype, dynamic-shape; for mindspore custom-op\n"
+          "(cpu kernel): an ops.Custom call to the CPU kernel; for ascend host-fallback: the\n"
+          "CPU kernel on the host between device copies), the node names, the\n"
           "reason and the way forward; per model the converted rate per target; across\n"
           "models the ops that block the most models. Unsupported ops are the point of\n"
           "the report, not an error: the exit status is 0 unless a model cannot be read (2).\n"
@@ -52,12 +53,13 @@ static const char *suggestion(map_status s, int t) {
   case MAP_UNSUPPORTED_DTYPE: return "cast around the op, or add a rule for this dtype";
   case MAP_DYNAMIC_SHAPE: return "fix the input shape with --input-shape, unless the reason says it depends on the data";
   case MAP_CUSTOM_OP: return "runs on the CPU device as it is; add a rule, or an Ascend C kernel (func=\"aclnn<Op>\")";
+  case MAP_HOST_FALLBACK: return "runs on the host between device copies; add a rule, or build ascend/custom_ops/<Op>/";
   default: return "";
   }
 }
 
 /* Whether a status stops the model on that target (a custom op runs). */
-static int blocks(map_status s) { return s >= MAP_UNSUPPORTED_OP && s != MAP_CUSTOM_OP; }
+static int blocks(map_status s) { return s >= MAP_UNSUPPORTED_OP && s != MAP_CUSTOM_OP && s != MAP_HOST_FALLBACK; }
 
 typedef struct {
   const char *op;
@@ -123,6 +125,10 @@ static json_t *to_json(const report *r) {
       for (int k = 0; k < cm->n_nodes; k++)
         if (cm->nodes[k].status[t] == MAP_CUSTOM_OP) json_array_append_new(custom, json_string(cm->nodes[k].name));
       json_object_set_new(o, "custom_op_nodes", custom);
+      json_t *host = json_array();
+      for (int k = 0; k < cm->n_nodes; k++)
+        if (cm->nodes[k].status[t] == MAP_HOST_FALLBACK) json_array_append_new(host, json_string(cm->nodes[k].name));
+      json_object_set_new(o, "host_fallback_nodes", host);
       json_object_set_new(tg, map_target_name(t), o);
     }
     json_object_set_new(m, "targets", tg);
@@ -182,8 +188,8 @@ static void custom_nodes_md(const cov_model *cm, const int *on, FILE *f) {
   for (int t = 0; t < MAP_TARGET_COUNT; t++)
     for (int k = 0; k < cm->n_nodes; k++) {
       const cov_node *c = &cm->nodes[k];
-      if (!on[t] || c->status[t] != MAP_CUSTOM_OP) continue;
-      if (!any++) fprintf(f, "\nCustom ops (cpu kernel): the nodes that run through the CPU target's kernel:\n\n");
+      if (!on[t] || (c->status[t] != MAP_CUSTOM_OP && c->status[t] != MAP_HOST_FALLBACK)) continue;
+      if (!any++) fprintf(f, "\nCustom ops and host fallbacks (cpu kernel): the nodes that run through the CPU target's kernel:\n\n");
       fprintf(f, "- %s: `", map_target_name(t));
       md_escape(f, c->name);
       fprintf(f, "` (%s): %s: ", cm->ops[c->op].op, map_status_name(c->status[t]));
@@ -269,7 +275,7 @@ static void to_html(const report *r, FILE *f) {
              "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3;cursor:pointer}"
              ".bar{background:#eee;width:240px;height:14px;display:inline-block;vertical-align:middle}"
              ".fill{background:#3a7;height:14px}.supported,.decomposed{color:#176}.unsupported-op,.unsupported-attribute,"
-             ".unsupported-dtype{color:#b22}.dynamic-shape,.custom-op{color:#a60}</style></head><body>\n<h1>migc coverage</h1>\n");
+             ".unsupported-dtype{color:#b22}.dynamic-shape,.custom-op,.host-fallback{color:#a60}</style></head><body>\n<h1>migc coverage</h1>\n");
   for (int i = 0; i < r->n_models; i++) {
     const cov_model *cm = &r->models[i];
     fprintf(f, "<h2>");

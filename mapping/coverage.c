@@ -8,11 +8,12 @@
 
 /* How the MindSpore emitter words a node it gave an ops.Custom kernel (emit_custom.c). */
 #define CUSTOM_PREFIX "custom-op (cpu kernel): "
+#define HOST_PREFIX "host-fallback (cpu kernel): "
 
 static int rank_of(map_status s) {
   /* worse statuses rank higher; an op takes the worst of its nodes. A custom op
-   * runs, so it ranks below every status that does not */
-  static const int r[MAP_STATUS_COUNT] = {0, 1, 6, 5, 4, 3, 2};
+   * or a host fallback runs, so it ranks below every status that does not */
+  static const int r[MAP_STATUS_COUNT] = {0, 1, 6, 5, 4, 3, 2, 2};
   return r[s];
 }
 
@@ -121,6 +122,7 @@ int coverage_map(cov_model *cm, mg_model *m, rule_set *const rs[MAP_TARGET_COUNT
 /* The status an emitter's reason stands for. */
 static map_status cpu_status(const char *msg) {
   if (!strncmp(msg, CUSTOM_PREFIX, strlen(CUSTOM_PREFIX))) return MAP_CUSTOM_OP;
+  if (!strncmp(msg, HOST_PREFIX, strlen(HOST_PREFIX))) return MAP_HOST_FALLBACK;
   if (strstr(msg, "dynamic-shape") || strstr(msg, "run-time length")) return MAP_DYNAMIC_SHAPE;
   if (strstr(msg, "no CPU kernel") || strstr(msg, "control flow")) return MAP_UNSUPPORTED_OP;
   if (strstr(msg, "dtype")) return MAP_UNSUPPORTED_DTYPE;
@@ -161,8 +163,10 @@ static int apply_emitter_diags(cov_model *cm, int t, const mg_diags *d, size_t f
     if (!strncmp(msg, prefix, strlen(prefix))) msg += strlen(prefix);
     else if (t != MAP_TARGET_CPU || other_target(msg)) continue; /* another target's */
     map_status st = cpu_status(msg);
-    /* the rules' verdict stands unless the emitter did better with it: a custom op */
+    /* the rules' verdict stands unless the emitter did better with it: a custom op,
+     * a host fallback */
     if (st == MAP_CUSTOM_OP && c->status[t] != MAP_CUSTOM_OP) msg += strlen(CUSTOM_PREFIX);
+    else if (st == MAP_HOST_FALLBACK && c->status[t] != MAP_HOST_FALLBACK) msg += strlen(HOST_PREFIX);
     else if (c->status[t] != MAP_SUPPORTED && c->status[t] != MAP_DECOMPOSED) continue;
     c->status[t] = st;
     c->reason[t] = mg_arena_strdup(&cm->arena, msg);

@@ -14,6 +14,8 @@ typedef enum {
   MAP_DYNAMIC_SHAPE,
   MAP_CUSTOM_OP,  /* no rule, but the emitter calls the CPU target's kernel (MindSpore's ops.Custom):
                      it runs, on the CPU device only; an emitter's verdict, never the rules' */
+  MAP_HOST_FALLBACK, /* no aclnn call, but the Ascend program runs the CPU target's kernel on the
+                        host between device copies: it runs, slower; an emitter's verdict */
   MAP_STATUS_COUNT
 } map_status;
 

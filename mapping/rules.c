@@ -10,7 +10,7 @@
 const char *map_status_name(map_status s) {
   static const char *const names[] = {"supported", "decomposed", "unsupported-op",
                                       "unsupported-attribute", "unsupported-dtype", "dynamic-shape",
-                                      "custom-op (cpu kernel)"};
+                                      "custom-op (cpu kernel)", "host-fallback"};
   _Static_assert(sizeof names / sizeof names[0] == MAP_STATUS_COUNT, "status names");
   return (unsigned)s < MAP_STATUS_COUNT ? names[s] : "?";
 }

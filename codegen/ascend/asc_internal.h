@@ -38,6 +38,13 @@ typedef struct {
   const char **fns;            /* aclnn functions called, for acl_decls.h */
   int n_fns, cap_fns;
   const char *first_unsupported; /* "node 'X' (Op): why", which model_init refuses with */
+  const char *dir;             /* the project folder; NULL when checking */
+  const asc_options *o;
+  const char *fallback_idents[256]; /* the host fallbacks' C prefixes (host_<node>) */
+  int n_fallbacks;
+  size_t host_stage_bytes;     /* host staging for the largest fallback's inputs and outputs */
+  const char *skeletons[64];   /* the custom-op skeletons written (<Op>Custom) */
+  int n_skeletons;
   int failed;                  /* out of memory */
 } asc_ctx;
 
@@ -58,6 +65,12 @@ int asc_scratch_value(asc_ctx *c, const mg_node *n, const map_ref *r);
 void asc_unsupported(asc_ctx *c, const mg_node *n, const char *why);
 /* Notes that the program calls fact-table function fn. */
 void asc_use_fn(asc_ctx *c, const char *fn);
+/* Node n, which aclnn cannot take (why), on the host through the CPU target's
+ * kernel: its run-time text appended to c->run, its C model written into c->dir,
+ * and custom_ops/<Op>/ once per op type. 1 when taken (a warning diagnostic
+ * "ascend: host-fallback (cpu kernel): ..."), 0 when refused (*refusal says why),
+ * -1 on OOM or I/O failure (recorded). */
+int asc_host_fallback(asc_ctx *c, const mg_node *n, const char *why, const char **refusal);
 /* Writes the project into dir. 0, or -1 (recorded). */
 int asc_write_project(asc_ctx *c, const char *dir);
 #endif

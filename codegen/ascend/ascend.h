@@ -19,17 +19,26 @@
 #include <stddef.h>
 
 typedef struct {
+  const char *const *no_ops;  /* --ascend-no-op: ONNX op types or aclnn functions treated as
+                                 missing (to test the host fallback) */
+  int n_no_ops;
+} asc_options;
+
+typedef struct {
   int n_calls;        /* aclnn calls model_run queues */
   int n_views;        /* nodes that are views of their input's buffer: no call */
   int n_unsupported;  /* nodes aclnn cannot take: each an unsupported diagnostic
                          "ascend: ...", and model_init refuses naming the first */
   size_t arena_bytes, weights_bytes;
   int n_objects;      /* tensors, arrays, scalars and lists made at init */
+  int n_fallbacks;    /* nodes run on the host by the CPU target's kernel (each a warning
+                         "ascend: host-fallback (cpu kernel): ...") */
+  size_t fallback_bytes; /* bytes they copy between device and host per run */
 } asc_report;
 
 /* Writes dir/ (model.c and the rest above) for m, model_path naming the source in
  * comments; dir NULL writes nothing (a check). Returns 0 when the project was
  * written (check r->n_unsupported), -1 on OOM or I/O failure (recorded). */
-int emit_ascend(mg_model *m, const rule_set *rs, const char *dir, const char *model_path, asc_report *r,
-                mg_diags *d);
+int emit_ascend(mg_model *m, const rule_set *rs, const asc_options *o, const char *dir, const char *model_path,
+                asc_report *r, mg_diags *d);
 #endif

@@ -239,14 +239,32 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
   return NULL;
 }
 
+/* Node n has no aclnn call (why): the host fallback, else an unsupported node. */
+static void refuse(asc_ctx *c, const mg_node *n, const char *why) {
+  const char *refusal = NULL;
+  int k = asc_host_fallback(c, n, why, &refusal);
+  if (k < 0) c->failed = 1;
+  if (k) return;
+  asc_unsupported(c, n, dupf(c, "%s; no host fallback either: %s", why, refusal ? refusal : "?"));
+}
+
+/* Whether --ascend-no-op hides op type op or function fn. */
+static const char *hidden(asc_ctx *c, const mg_node *n, const char *fn) {
+  for (int i = 0; i < c->o->n_no_ops; i++)
+    if (!strcmp(c->o->no_ops[i], n->op_type) || (fn && !strcmp(c->o->no_ops[i], fn)))
+      return dupf(c, "--ascend-no-op %s hides its aclnn call", c->o->no_ops[i]);
+  return NULL;
+}
+
 /* One node: its GetWorkspaceSize call at init (an executor made repeatable) and
  * its phase-2 call in model_run, or a view, or an unsupported diagnostic. */
 static void emit_node(asc_ctx *c, const mg_node *n) {
   map_plan *p = map_node_plan(n, c->rs, &c->a);
   if (!p) { c->failed = 1; return; }
   const char *fn = p->rule ? rule_call(p->rule) : NULL;
-  if (p->status != MAP_SUPPORTED || !fn) {
-    asc_unsupported(c, n, p->detail ? p->detail : "no aclnn rule");
+  const char *hide = hidden(c, n, fn);
+  if (hide || p->status != MAP_SUPPORTED || !fn) {
+    refuse(c, n, hide ? hide : p->detail ? p->detail : "no aclnn rule");
     return;
   }
   if (!strcmp(fn, "aclCreateTensor")) { /* a view: asc_plan_buffers aliased it */
@@ -258,7 +276,7 @@ static void emit_node(asc_ctx *c, const mg_node *n) {
   char ws_fn[160];
   snprintf(ws_fn, sizeof ws_fn, "%sGetWorkspaceSize", fn);
   if (!fact_fn(ws_fn) || !fact_fn(fn)) {
-    asc_unsupported(c, n, dupf(c, "%s has no two-phase entry in the fact table", fn));
+    refuse(c, n, dupf(c, "%s has no two-phase entry in the fact table", fn));
     return;
   }
   size_t mark = c->init.len;
@@ -284,7 +302,7 @@ static void emit_node(asc_ctx *c, const mg_node *n) {
     c->init.len = mark;
     if (c->init.s) c->init.s[mark] = 0;
     c->n_tensors = tensors0, c->n_arrays = arrays0, c->n_scalars = scalars0, c->n_lists = lists0;
-    asc_unsupported(c, n, why);
+    refuse(c, n, why);
     return;
   }
   int e = c->n_execs++;
@@ -301,11 +319,12 @@ static void emit_node(asc_ctx *c, const mg_node *n) {
   c->r->n_calls++;
 }
 
-int emit_ascend(mg_model *m, const rule_set *rs, const char *dir, const char *model_path, asc_report *r,
-                mg_diags *d) {
+int emit_ascend(mg_model *m, const rule_set *rs, const asc_options *o, const char *dir, const char *model_path,
+                asc_report *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
   if (map_lower(m, rs, d) < 0) return -1;
-  asc_ctx c = {.m = m, .rs = rs, .d = d, .r = r, .model_path = model_path};
+  static const asc_options none = {0};
+  asc_ctx c = {.m = m, .rs = rs, .d = d, .r = r, .model_path = model_path, .dir = dir, .o = o ? o : &none};
   mg_arena_init(&c.a, 1 << 16);
   mg_graph *g = m->graph;
   int rc = -1;

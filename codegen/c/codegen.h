@@ -49,6 +49,12 @@ int emit_c(mg_model *m, const cg_options *o, const char *dir, cg_report *r, mg_d
  * MIGC_SOURCE_DIR environment variable, else the tree migc was built from. */
 const char *cg_source_dir(void);
 
+/* The one-node model of node n of src: its run-time inputs ins[0..n_ins) as graph
+ * inputs, its constant inputs as constants (sharing src's data, which must outlive
+ * it), its outputs as graph outputs; attributes copied, since the C lowering may
+ * rewrite them. For emit_c (an ops.Custom kernel, a host fallback). NULL on OOM. */
+mg_model *cg_one_node_model(const mg_model *src, const mg_node *n, const mg_value *const *ins, int n_ins);
+
 /* The same analysis without writing anything: records one diagnostic per node the
  * CPU target cannot take. Returns the number of such nodes, or -1. */
 int cg_check_model(mg_model *m, mg_diags *d);

@@ -147,64 +147,6 @@ static const char *node_refusal(ms_custom *cu, const ms_custom_graph *g, const m
   return outs ? NULL : "it has no output";
 }
 
-/* A value of sub's graph standing for src (same name, type and data). */
-static mg_value *twin(mg_graph *g, const mg_value *src, mg_value_kind kind) {
-  mg_value *v = mg_value_new(g, src->name, NULL);
-  if (!v) return NULL;
-  v->kind = kind;
-  v->vtype = src->vtype;
-  v->dtype = src->dtype;
-  v->shape = src->shape;
-  if (kind == MG_V_CONST) v->data = src->data, v->nbytes = src->nbytes;
-  return v;
-}
-
-/* The one-node model of n: its run-time inputs ins[0..n_ins) as graph inputs, its
- * constant inputs as constants (sharing src's data, which must outlive it), its
- * outputs as graph outputs. Attributes are copied, since the C lowering may
- * rewrite them. NULL on OOM. */
-static mg_model *one_node_model(const mg_model *src, const mg_node *n, const mg_value *const *ins, int n_ins) {
-  mg_model *m = mg_model_new();
-  if (!m) return NULL;
-  m->path = src->path;
-  m->ir_version = src->ir_version;
-  m->opsets = src->opsets, m->n_opsets = src->n_opsets, m->opset = src->opset;
-  m->derive_shapes_only = 1;
-  mg_graph *g = m->graph = mg_graph_new(m, NULL);
-  mg_node *k = g ? mg_node_new(g, n->op, n->name, n->n_in, n->n_out) : NULL;
-  mg_attr *attr = k ? mg_arena_alloc(&m->arena, sizeof(mg_attr) * (size_t)(n->n_attr ? n->n_attr : 1)) : NULL;
-  int bad = !attr;
-  for (int i = 0; i < n_ins && !bad; i++) {
-    mg_value *v = twin(g, ins[i], MG_V_INPUT);
-    bad = !v || mg_graph_push_list(g, &g->inputs, &g->n_inputs, v);
-  }
-  for (int i = 0; i < n->n_in && !bad; i++) {
-    const mg_value *x = n->in[i];
-    if (!x) continue;
-    mg_value *v = mg_graph_find_local(g, x->name);
-    if (!v) bad = !(v = twin(g, x, MG_V_CONST));
-    k->in[i] = v;
-  }
-  for (int i = 0; i < n->n_out && !bad; i++) {
-    if (!n->out[i]) continue;
-    mg_value *v = twin(g, n->out[i], MG_V_NODE);
-    bad = !v || mg_graph_push_list(g, &g->outputs, &g->n_outputs, v);
-    if (!bad) v->producer = k, v->producer_slot = i, k->out[i] = v;
-  }
-  if (!bad) {
-    memcpy(attr, n->attr, sizeof(mg_attr) * (size_t)n->n_attr);
-    k->attr = attr, k->n_attr = n->n_attr;
-    k->op_type = n->op_type, k->domain = n->domain, k->opset = n->opset;
-    bad = mg_graph_push_node(g, k);
-  }
-  if (bad) {
-    mg_model_free(m);
-    return NULL;
-  }
-  ir_count_uses(m);
-  return m;
-}
-
 /* The first error of q (the CPU emitter's reason), for a refusal. */
 static const char *first_error(ms_custom *cu, const mg_diags *q) {
   for (size_t i = 0; i < q->count; i++)
@@ -364,7 +306,7 @@ static int write_kernel(ms_custom *cu, const ms_custom_graph *g, const mg_node *
     return fail(cu, NULL);
   }
   snprintf(prefix, sizeof prefix, "mc_%s", op->ident);
-  mg_model *sub = one_node_model(g->m, n, ins, n_ins);
+  mg_model *sub = cg_one_node_model(g->m, n, ins, n_ins);
   if (!sub) return fail(cu, "building a one-node model");
   cg_options o = {.prefix = prefix, .embed_weights = 1, .no_runner = 1};
   cg_report r;
@@ -421,7 +363,7 @@ int ms_custom_node(ms_custom *cu, const ms_custom_graph *g, const mg_node *n, co
   if (!ins) return fail(cu, "checking a custom op");
   int n_ins;
   if ((*refusal = node_refusal(cu, g, n, ins, &n_ins))) return 0;
-  mg_model *sub = one_node_model(g->m, n, ins, n_ins);
+  mg_model *sub = cg_one_node_model(g->m, n, ins, n_ins);
   if (!sub) return fail(cu, "building a one-node model");
   /* the verdict is the check's in both modes, so coverage and convert agree */
   mg_diags q;
