@@ -1,0 +1,69 @@
+#!/bin/bash
+# Issue 13 acceptance 1: `migc convert --target ascend` with the model's .pth, the
+# project built against the aclnn emulator (make -C OUTDIR/ascend emu), run on
+# torch's input, matches PyTorch eval within 1e-4 x max|output| and cosine 0.99999
+# (tests/tools/npycmp); every run ends with no leak and no contract violation (the
+# emulator fails aclFinalize otherwise, and the runner with it); no node falls back
+# to the host unless its op is in ALLOWED_FALLBACK below (each named in coverage.md).
+# usage: tests/e2e/ascend_parity.sh BUILD_DIR [MODELS]   (torchvision names; default
+#        the make test set; `make test-zoo` passes issue 13's twelve)
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/../.."
+. tests/e2e/par.sh
+MODELS=${2:-resnet18,mobilenet_v2,squeezenet1_1}
+# ops the fact table shows aclnn lacks (rules/aclnn.xml's gap list), so a host
+# fallback is what the issue asks for; none yet in the default set
+ALLOWED_FALLBACK=${ASCEND_ALLOWED_FALLBACK:-}
+tv=build/fixtures/tv
+/usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$MODELS" --opsets 17 --modes default,preserve \
+  --refs > /dev/null 2>&1 || { echo "export failed"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+# one NAME MODEL.onnx PTH INPUT.npy REF.npy [convert options]: its verdict line
+one() {
+  local name=$1 model=$2 pth=$3 input=$4 ref=$5; shift 5
+  local dir=$work/$name
+  if ! "$BUILD/migc" convert "$model" --weights "$pth" --target ascend -o "$dir" "$@" > "$dir.convert.log" 2>&1; then
+    echo "FAIL $name: convert: $(grep -m2 -E 'error' "$dir.convert.log" | tr '\n' ' ')"; return
+  fi
+  local line fb
+  line=$(grep "^convert: ascend:" "$dir.convert.log")
+  if [[ $line != *" 0 not converted"* ]]; then echo "FAIL $name: $line; $(grep -m2 'ascend: ' "$dir.convert.log" | grep error)"; return; fi
+  fb=$(sed -nE "s/^warning\[unsupported\]: node '[^']*' \(([A-Za-z]+)\): ascend: host-fallback.*/\1/p" "$dir.convert.log" | sort -u)
+  for op in $fb; do
+    [[ ",$ALLOWED_FALLBACK," == *",$op,"* ]] || { echo "FAIL $name: $op falls back to the host"; return; }
+  done
+  if ! make -s -C "$dir/ascend" emu WERROR=-Werror > "$dir.make.log" 2>&1; then
+    echo "FAIL $name: make emu: $(grep -m2 -E 'error|warning' "$dir.make.log" | tr '\n' ' ')"; return
+  fi
+  if ! "$dir/ascend/runner" --input input="$input" --output-dir "$dir/out" > "$dir.run.log" 2>&1; then
+    echo "FAIL $name: run: $(grep -m3 -E 'error|model:|runner:' "$dir.run.log" | tr '\n' ' ')"; return
+  fi
+  if grep -q "acl-emu: error" "$dir.run.log"; then echo "FAIL $name: $(grep -m2 'acl-emu: error' "$dir.run.log")"; return; fi
+  local out res
+  out=$(ls "$dir/out"/*.npy | head -1)
+  if ! res=$("$BUILD/tests/npycmp" "$out" "$ref"); then echo "FAIL $name: $res"; return; fi
+  echo "ok   $name: $res; $(echo "$line" | sed -E 's/^convert: ascend: ([0-9]+ aclnn calls).*/\1/'), no leak or contract violation"
+}
+logs=()
+for m in ${MODELS//,/ }; do
+  for mode in default preserve; do
+    par_wait_slot
+    one "${m}_$mode" "$tv/${m}_op17_$mode.onnx" "$tv/$m.pth" "$tv/${m}_input.npy" "$tv/${m}_output.npy" \
+      > "$work/r_${m}_$mode" 2>&1 &
+    logs+=("$work/r_${m}_$mode")
+  done
+done
+par_wait_slot
+one tiny_cnn samples/tiny_cnn.onnx samples/tiny_cnn.pth samples/tiny_cnn_input.npy samples/tiny_cnn_logits.npy \
+  --input-shape input=1x3x32x32 > "$work/r_tiny" 2>&1 &
+logs+=("$work/r_tiny")
+wait
+for l in "${logs[@]}"; do
+  cat "$l"
+  if grep -q '^ok' "$l"; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
