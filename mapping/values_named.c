@@ -415,10 +415,14 @@ int ev_gemm_c(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
   return ev_set_view(c, &out->ref, 2, view, NULL, 0);
 }
 
-/* KEEP_DTYPE: exact parity (docs/rules-notes.md J8). */
+/* KEEP_DTYPE (exact parity), except a FLOAT convolution: aclnnConvolution's doc
+ * refuses KEEP_DTYPE with FLOAT input on A2/A3 and its example passes 1
+ * (ALLOW_FP32_DOWN_PRECISION, HF32 on those chips) (aclnn-api.json
+ * aclnnConvolutionGetWorkspaceSize; docs/rules-notes.md J8). */
 int ev_cube_math_type(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
-  (void)c, (void)argc, (void)argv;
-  ev_set_int(out, 0);
+  (void)argc, (void)argv;
+  const mg_value *x = c->n->n_in > 0 ? c->n->in[0] : NULL;
+  ev_set_int(out, (c->n->op == MG_OP_Conv || c->n->op == MG_OP_ConvTranspose) && x && x->dtype == MG_F32 ? 1 : 0);
   return 0;
 }
 

@@ -68,6 +68,7 @@ const char *mg_rt_strerror(int code) {
   case MG_RT_ENOMEM: return "out of memory";
   case MG_RT_EARG: return "bad argument";
   case MG_RT_EUNSUPPORTED: return "the model has a node migc could not convert (see the conversion report)";
+  case MG_RT_EDEVICE: return "a device call failed (the message above names it)";
   }
   return "unknown error";
 }

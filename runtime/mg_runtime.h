@@ -63,7 +63,7 @@ uint16_t mg_rt_f32_to_bf16(float f);
  * conformance runner links many). Shapes are static. Functions return 0 on
  * success and a nonzero MG_RT_E* code otherwise. */
 enum { MG_RT_OK = 0, MG_RT_EIO = 1, MG_RT_EFORMAT = 2, MG_RT_ENOMEM = 3, MG_RT_EARG = 4,
-       MG_RT_EUNSUPPORTED = 5 };
+       MG_RT_EUNSUPPORTED = 5, MG_RT_EDEVICE = 6 };
 typedef struct {
   const char *name;        /* as in the ONNX graph */
   mg_rt_dtype dtype;

@@ -143,7 +143,7 @@ static void write_source(asc_ctx *c, cg_buf *b) {
                 "  else\n"
                 "    snprintf(m->error, sizeof m->error, \"%%s%%s%%s%%s failed with status %%d%%s%%s\", node ? \"node '\" : \"\",\n"
                 "             node ? node : \"\", node ? \"': \" : \"\", what, status, msg && *msg ? \": \" : \"\", msg ? msg : \"\");\n"
-                "  return MG_RT_EUNSUPPORTED;\n"
+                "  return MG_RT_EDEVICE;\n"
                 "}\n"
                 "/* every acl status is checked: a failure returns naming the node and the call */\n"
                 "#define STN(call, node, what) do { int st_ = (int)(call); if (st_ != 0) return fail(m, st_, node, what); } while (0)\n"
