@@ -114,6 +114,7 @@ emu_view emu_view_of(const aclTensor *t);
 int emu_view_bcast(const aclTensor *t, const int64_t *dims, int nd, emu_view *v);
 void emu_gather(const aclTensor *t, const emu_view *v, void *dst);  /* raw elements */
 void emu_scatter(aclTensor *t, const void *src);                  /* raw, through view */
+void emu_scatter_view(aclTensor *t, const emu_view *v, const void *src); /* raw, into v */
 double *emu_load(const aclTensor *t);                             /* dense doubles */
 double *emu_load_view(const aclTensor *t, const emu_view *v);
 void emu_store(aclTensor *t, const double *v);                    /* rounds per dtype */

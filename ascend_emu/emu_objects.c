@@ -335,6 +335,10 @@ void emu_scatter(aclTensor *t, const void *src) {
   emu_walk(&v, emu_shadow(t->data), emu_dtype_size(t->dtype), (char *)src, 0);
 }
 
+void emu_scatter_view(aclTensor *t, const emu_view *v, const void *src) {
+  emu_walk(v, emu_shadow(t->data), emu_dtype_size(t->dtype), (char *)src, 0);
+}
+
 double *emu_load_view(const aclTensor *t, const emu_view *v) {
   int64_t n = emu_view_numel(v), k;
   size_t es = emu_dtype_size(t->dtype);
