@@ -1,5 +1,5 @@
 /* migc verify DIR [--grad]
- * migc verify OUTDIR|MODEL.onnx --reference REF.npz [--backend interp|c|mindspore-emu] [--grad] ...
+ * migc verify OUTDIR|MODEL.onnx --reference REF.npz [--backend interp|c|mindspore-emu|ascend-emu] [--grad] ...
  *
  * The parity gate: runs the migrated model on the reference inputs, compares its
  * outputs (and, with --grad, its input and parameter gradients) with what PyTorch
@@ -42,6 +42,10 @@ static void help(FILE *f) {
           "  --reference REF.npz    the reference (default DIR/ref.npz)\n"
           "  --backend interp|c     reference interpreter (default) or the generated C code\n"
           "                         (OUTDIR/cpu, built with make when the runner is missing)\n"
+          "  --backend ascend-emu   OUTDIR/ascend/runner, the aclnn program built with `make\n"
+          "                         emu` against the aclnn emulator (forward only; a\n"
+          "                         reference folder is converted with --target ascend\n"
+          "                         --weights DIR/model.pth first)\n"
           "  --backend mindspore-emu  OUTDIR/mindspore/net.py and the checkpoint under the\n"
           "                         MindSpore stand-in (tests/mindspore_standin, through\n"
           "                         tools/ms_emu_grad.py; a reference folder is converted\n"
@@ -148,6 +152,8 @@ static void dims_str(const mg_array *a, char *out, size_t n) {
 
 /* Whether the MindSpore stand-in is the backend. */
 static int is_ms(const vctx *v) { return !strcmp(v->opt.backend, "mindspore-emu"); }
+/* Whether the aclnn emulator runs the Ascend program. */
+static int is_asc(const vctx *v) { return !strcmp(v->opt.backend, "ascend-emu"); }
 
 /* Compares got with ref into r: shape first (a mismatch fails the row), then the
  * metrics and the verdict. */
@@ -503,8 +509,14 @@ static int parse_args(vctx *v, int argc, char **argv) {
     help(stderr);
     return -1;
   }
-  if (strcmp(v->opt.backend, "interp") && strcmp(v->opt.backend, "c") && strcmp(v->opt.backend, "mindspore-emu")) {
-    fprintf(stderr, "migc verify: --backend must be interp, c or mindspore-emu, got '%s'\n", v->opt.backend);
+  if (strcmp(v->opt.backend, "interp") && strcmp(v->opt.backend, "c") && strcmp(v->opt.backend, "mindspore-emu") &&
+      strcmp(v->opt.backend, "ascend-emu")) {
+    fprintf(stderr, "migc verify: --backend must be interp, c, mindspore-emu or ascend-emu, got '%s'\n", v->opt.backend);
+    return -1;
+  }
+  if (v->opt.grad && !strcmp(v->opt.backend, "ascend-emu")) {
+    fprintf(stderr, "migc verify: --grad: the Ascend program computes the forward pass only (give --grad with the "
+                    "interp or mindspore-emu backend)\n");
     return -1;
   }
   if (!v->opt.ckpt != !v->opt.map) {
@@ -542,10 +554,10 @@ static int has_module_refs(const vctx *v) {
 static void localise(vctx *v) {
   if (v->loc_tried) return;
   v->loc_tried = 1;
-  if (is_ms(v)) {
+  if (is_ms(v) || is_asc(v)) {
     snprintf(v->loc_note, sizeof v->loc_note,
-             "no node-by-node localisation for --backend mindspore-emu (net.py writes no trace); "
-             "`migc verify` with the interpreter localises the ONNX itself");
+             "no node-by-node localisation for --backend %s (%s); `migc verify` with the interpreter localises the "
+             "ONNX itself", v->opt.backend, is_ms(v) ? "net.py writes no trace" : "the device keeps the intermediates");
     return;
   }
   parity_tol tol = forward_tol(v, NULL, NULL);
@@ -605,7 +617,8 @@ int cmd_verify(int argc, char **argv) {
     }
   }
   double t1 = now();
-  int frc = !strcmp(v->opt.backend, "c") ? verify_c_forward(v)
+  int frc = !strcmp(v->opt.backend, "c") ? verify_runner_forward(v, 0)
+            : is_asc(v)                    ? verify_runner_forward(v, 1)
             : is_ms(v)                     ? verify_ms_run(v)
                                            : interp_run(v->m, v->inputs, v->n_inputs, &(interp_options){0}, &v->outs, &v->d);
   v->t_forward = now() - t1;
@@ -619,7 +632,7 @@ int cmd_verify(int argc, char **argv) {
    * small error inside (a Gelu approximated, a LayerNorm epsilon) can hide under
    * the output tolerance after later layers. */
   int is_c = !strcmp(v->opt.backend, "c");
-  if (!v->opt.no_layers && !is_ms(v) && (is_c || has_module_refs(v))) {
+  if (!v->opt.no_layers && !is_ms(v) && !is_asc(v) && (is_c || has_module_refs(v))) {
     localise(v);
     if (v->localised) {
       vresult *r = add_result(v, V_LAYERS, is_c ? "generated code vs interpreter" : "torch modules", NULL);

@@ -60,18 +60,24 @@ int verify_work_dir(vctx *v) {
   return 0;
 }
 
-/* The generated project's folder: OUTDIR/cpu, or a fresh conversion of the ONNX. */
-static int project_dir(vctx *v, char *cpu, size_t n) {
+/* The generated project's folder, OUTDIR/<sub> (cpu, or ascend), or a fresh
+ * conversion of the ONNX (the ascend one with the reference folder's model.pth). */
+static int project_dir(vctx *v, const char *sub, char *dir, size_t n) {
   if (v->outdir[0]) {
-    path_join(cpu, n, v->outdir, "cpu");
+    path_join(dir, n, v->outdir, sub);
     return 0;
   }
   char out[PATH_MAX];
   path_join(out, sizeof out, v->tmpdir, "converted");
   /* generated code has static shapes: the reference's inputs fix them */
-  char *argv[8 + 2 * 64], shapes[64][600];
-  int a = 0;
-  argv[a++] = "convert", argv[a++] = v->onnx, argv[a++] = "-o", argv[a++] = out, argv[a++] = "--cpu-only";
+  char *argv[12 + 2 * 64], shapes[64][600];
+  int a = 0, ascend = !strcmp(sub, "ascend");
+  argv[a++] = "convert", argv[a++] = v->onnx, argv[a++] = "-o", argv[a++] = out;
+  if (!ascend) argv[a++] = "--cpu-only";
+  else {
+    argv[a++] = "--target", argv[a++] = "ascend";
+    if (v->pth[0]) argv[a++] = "--weights", argv[a++] = v->pth;
+  }
   for (int i = 0; i < v->n_inputs && i < 64; i++) {
     int k = snprintf(shapes[i], sizeof shapes[i], "%s=", v->inputs[i].name);
     for (int r = 0; r < v->inputs[i].rank && k > 0 && (size_t)k < sizeof shapes[i]; r++)
@@ -80,10 +86,10 @@ static int project_dir(vctx *v, char *cpu, size_t n) {
   }
   argv[a] = NULL;
   if (cmd_convert(a, argv)) {
-    mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend c: `migc convert %s` failed", v->onnx);
+    mg_error(&v->d, UNSUPPORTED, NULL, NULL, "--backend %s: `migc convert %s` failed", v->opt.backend, v->onnx);
     return -1;
   }
-  path_join(cpu, n, out, "cpu");
+  path_join(dir, n, out, sub);
   return 0;
 }
 
@@ -111,21 +117,24 @@ static int run_runner(vctx *v, const char *runner, const char *outdir, const cha
   return run_child(argv, extra1 != NULL);
 }
 
-int verify_c_forward(vctx *v) {
-  char cpu[PATH_MAX], runner[PATH_MAX], outdir[PATH_MAX];
-  if (verify_work_dir(v) || project_dir(v, cpu, sizeof cpu)) return -1;
-  path_join(runner, sizeof runner, cpu, "runner");
+int verify_runner_forward(vctx *v, int ascend) {
+  char dir[PATH_MAX], runner[PATH_MAX], outdir[PATH_MAX];
+  const char *sub = ascend ? "ascend" : "cpu";
+  if (verify_work_dir(v) || project_dir(v, sub, dir, sizeof dir)) return -1;
+  path_join(runner, sizeof runner, dir, "runner");
   if (access(runner, X_OK)) {
-    char *argv[] = {"make", "-s", "-C", cpu, NULL};
+    /* ascend: `make emu`, the aclnn emulator in place of a device */
+    char *argv[] = {"make", "-s", "-C", dir, ascend ? "emu" : NULL, NULL};
     if (run_child(argv, 0)) {
-      mg_error(&v->d, IO, cpu, NULL, "--backend c: `make -C %s` failed", cpu);
+      mg_error(&v->d, IO, dir, NULL, "--backend %s: `make -C %s%s` failed", v->opt.backend, dir, ascend ? " emu" : "");
       return -1;
     }
   }
   path_join(outdir, sizeof outdir, v->tmpdir, "out");
   int rc = run_runner(v, runner, outdir, NULL, NULL);
   if (rc) {
-    mg_error(&v->d, IO, runner, NULL, "--backend c: the runner failed (exit %d)", rc);
+    mg_error(&v->d, IO, runner, NULL, "--backend %s: the runner failed (exit %d)%s", v->opt.backend, rc,
+             ascend ? "; the aclnn emulator's report is above" : "");
     return -1;
   }
   mg_graph *g = v->m->graph;

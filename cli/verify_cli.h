@@ -75,9 +75,10 @@ typedef struct {
 } vctx;
 
 /* verify_backend.c */
-/* Builds (when needed) and runs OUTDIR/cpu/runner, or converts the ONNX into a
+/* Builds (when needed) and runs OUTDIR/cpu/runner (ascend: OUTDIR/ascend/runner,
+ * built with `make emu` against the aclnn emulator), or converts the ONNX into a
  * temporary folder first; fills v->outs. 0, or -1 with diagnostics. */
-int verify_c_forward(vctx *v);
+int verify_runner_forward(vctx *v, int ascend);
 /* Runs the runner again with --trace into v->trace_dir. 0, or -1 (v->loc_note says
  * why, e.g. the runner has no trace mode). */
 int verify_c_trace(vctx *v);

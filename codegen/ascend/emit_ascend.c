@@ -188,6 +188,14 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
     return dupf(c, "m->ia[%d]", k);
   }
   if (strstr(type, "aclScalar")) {
+    map_value one; /* a one-element constant (Clip's min): its value */
+    if (v->kind == MV_TENSOR && v->ref.role == MAP_REF_CONST && v->ref.n_elems == 1) {
+      memset(&one, 0, sizeof one);
+      if (v->ref.floats) one.kind = MV_FLOAT, one.f = v->ref.floats[0];
+      else if (v->ref.dtype == MG_BOOL) one.kind = MV_BOOL, one.b = v->ref.ints[0] != 0;
+      else one.kind = MV_INT, one.i = v->ref.ints[0];
+      v = &one;
+    }
     int k = c->n_scalars++;
     asc_use_fn(c, "aclCreateScalar"), asc_use_fn(c, "aclDestroyScalar");
     int float_input = n->n_in > 0 && n->in[0] && mg_dtype_is_float(n->in[0]->dtype);
