@@ -1,8 +1,8 @@
 #!/bin/bash
 # `make test-zoo`: the heavier model-zoo runs kept out of `make test`. Every
 # torchvision model the fixture script knows (but vit_l_16, 1.2 GB) through the
-# reference interpreter and through generated C, each against PyTorch, then one
-# coverage report over the whole zoo.
+# reference interpreter and through generated C, each against PyTorch, the Ascend
+# program under the aclnn emulator, then one coverage report over the whole zoo.
 # usage: tests/e2e/zoo.sh BUILD_DIR
 set -u
 BUILD=${1:-build}
@@ -25,6 +25,8 @@ bash tests/e2e/generated_portability.sh "$BUILD" resnet18,vit_b_16 resnet18,vit_
 echo "=== coverage reports and coverage-convert agreement over the whole zoo"
 MIGC_ZOO=$ZOO bash tests/e2e/coverage.sh "$BUILD" || rc=1
 MIGC_ZOO=$ZOO bash tests/e2e/coverage_agreement.sh "$BUILD" || rc=1
+echo "=== Ascend: the emulated aclnn program against PyTorch over issue 13's twelve models"
+bash tests/e2e/ascend_parity.sh "$BUILD" resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,vit_b_16,convnext_tiny,swin_t,deeplabv3_mobilenet_v3_large || rc=1
 echo "=== coverage over the zoo (build/zoo-coverage.md)"
 models=()
 for m in ${ZOO//,/ }; do models+=("build/fixtures/tv/${m}_op17_default.onnx"); done
