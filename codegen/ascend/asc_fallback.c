@@ -200,11 +200,13 @@ int asc_host_fallback(asc_ctx *c, const mg_node *n, const char *why, const char 
   if (bad) *refusal = mg_arena_printf(&c->a, "the CPU target cannot take it either (%s)", first_error(c, &q));
   char base[96], ident[128];
   cg_ident(n->name, base, sizeof base);
-  snprintf(ident, sizeof ident, "host_%s", base);
+  const char *pfx = c->o->prefix && *c->o->prefix && strcmp(c->o->prefix, "model") ? c->o->prefix : NULL;
+  if (pfx) snprintf(ident, sizeof ident, "%s_host_%s", pfx, base); /* batched: unique across models */
+  else snprintf(ident, sizeof ident, "host_%s", base);
   for (int k = 2, clash = 1; clash && !bad; k++) {
     clash = 0;
     for (int i = 0; i < c->n_fallbacks && !clash; i++) clash = !strcmp(c->fallback_idents[i], ident);
-    if (clash) snprintf(ident, sizeof ident, "host_%s_%d", base, k);
+    if (clash) snprintf(ident, sizeof ident, "%s%shost_%s_%d", pfx ? pfx : "", pfx ? "_" : "", base, k);
   }
   int rc = 0;
   if (!bad && c->dir) {
@@ -218,7 +220,7 @@ int asc_host_fallback(asc_ctx *c, const mg_node *n, const char *why, const char 
           mg_diag_add(c->d, MG_SEV_ERROR, q.items[i].code, q.items[i].node, q.items[i].op, "ascend: host fallback: %s",
                       q.items[i].message ? q.items[i].message : "");
       rc = -1;
-    } else if (write_skeleton(c, n, c->dir)) rc = -1;
+    } else if (!pfx && write_skeleton(c, n, c->dir)) rc = -1;
   }
   mg_model_free(sub);
   mg_diags_free(&q);

@@ -22,6 +22,10 @@ typedef struct {
   const char *const *no_ops;  /* --ascend-no-op: ONNX op types or aclnn functions treated as
                                  missing (to test the host fallback) */
   int n_no_ops;
+  const char *prefix;         /* C prefix of the API and files (default "model": model.c,
+                                 model_init, MODEL_ARENA_BYTES); batched builds give each
+                                 model its own; then only <prefix>.{c,h,weights} and the
+                                 host fallbacks are written (no runner, no emulator copy) */
 } asc_options;
 
 typedef struct {
