@@ -48,6 +48,7 @@ suite "migc verify: parity gate, mutations, JUnit" bash tests/e2e/verify.sh "$BU
 suite "weights: .pth/.safetensors to .ckpt, checked by check-ckpt.py; binding; bad input" bash tests/e2e/weights.sh "$BUILD"
 suite "convert --weights: a fine-tuned .pth reaches the generated C (stale exports, both styles)" bash tests/e2e/weights_reach_c.sh "$BUILD"
 suite "Ascend: the committed aclnn declarations match the fact table and compile as C99" bash tests/e2e/ascend_facts.sh "$BUILD"
+suite "aclnn emulator: fact-table contract checks and plain-loop compute" bash tests/e2e/ascend_emu.sh
 suite "MindSpore stand-in: strict API table bindings, pitfalls against torch, .ckpt, grads, ops.Custom" bash tests/e2e/mindspore_standin.sh
 suite "MindSpore net.py through the stand-in agrees with torch (tiny_cnn, resnet18, mobilenet_v2)" bash tests/e2e/mindspore_net.sh "$BUILD"
 suite "MindSpore verify --backend mindspore-emu: forward and gradients through the stand-in, mutations fail" bash tests/e2e/mindspore_verify.sh "$BUILD"
