@@ -569,3 +569,57 @@ aclnnStatus aclnnGlobalAveragePoolGetWorkspaceSize(const aclTensor *self, aclTen
   return emu_phase1_done(e, workspaceSize, executor);
 }
 EMU_PHASE2(aclnnGlobalAveragePool)
+
+/* ===== aclnnUpsampleNearest2d =================================================== */
+static aclnnStatus run_nearest(aclOpExecutor *e) {
+  aclTensor *x = e->t[0], *y = e->t[1];
+  int64_t NC = x->dims[0] * x->dims[1], H = x->dims[2], W = x->dims[3], Ho = y->dims[2];
+  int64_t Wo = y->dims[3], c, i, j;
+  double *X = emu_load(x), *Y = emu_xmalloc((size_t)emu_numel(y) * sizeof *Y);
+  for (c = 0; c < NC; c++)
+    for (i = 0; i < Ho; i++)
+      for (j = 0; j < Wo; j++) {
+        /* note: "h_src = min(floor(h_dst * H_in/H_out), H_in-1)" (exact integer floor) */
+        int64_t si = i * H / Ho, sj = j * W / Wo;
+        if (si > H - 1) si = H - 1;
+        if (sj > W - 1) sj = W - 1;
+        Y[(c * Ho + i) * Wo + j] = X[(c * H + si) * W + sj];
+      }
+  emu_store(y, Y);
+  free(X); free(Y);
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnUpsampleNearest2dGetWorkspaceSize(const aclTensor *self,
+                                                   const aclIntArray *outputSize, aclTensor *out,
+                                                   uint64_t *workspaceSize,
+                                                   aclOpExecutor **executor) {
+  static const char *fn = "aclnnUpsampleNearest2dGetWorkspaceSize";
+  static const int l2[] = {2};
+  aclOpExecutor *e;
+  int64_t od[4];
+  EMU_CHK(emu_phase1_outs(fn, workspaceSize, 3, executor));
+  EMU_CHK(emu_need_tensor(fn, "self", 0, self, 1));
+  EMU_CHK(emu_need_array(fn, "outputSize", 1, outputSize, 1));
+  EMU_CHK(emu_need_tensor(fn, "out", 2, out, 1));
+  /* note: "910/310P: no FLOAT32/BF16" - on A2/A3 the float dtypes */
+  EMU_CHK(emu_need_dtype(fn, "self", 0, self, EMU_FLOATS, 3,
+                         "aclnnUpsampleNearest2d note: 910/310P lack FLOAT32/BF16; A2/A3 FLOAT, "
+                         "FLOAT16, BFLOAT16"));
+  EMU_CHK(emu_need_same_dtype(fn, "out", 2, out, self, "self"));
+  /* note: "self 4-D NCHW/NHWC" - the emulator computes NCHW only */
+  if (self->ndim != 4 || self->format != ACL_FORMAT_NCHW)
+    return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "self", 0,
+                         "is %d-D %s; the note allows 4-D NCHW/NHWC and the emulator implements "
+                         "NCHW only", self->ndim, emu_format_name(self->format));
+  EMU_CHK(emu_need_format(fn, "out", 2, out, ACL_FORMAT_NCHW, "same format as self"));
+  /* note: "outputSize IntArray len 2 (non-zero)" */
+  EMU_CHK(need_len(fn, "outputSize", 1, outputSize, l2, 1, "note: outputSize len 2"));
+  EMU_CHK(need_vals(fn, "outputSize", 1, outputSize, 1, INT64_MAX, "note: non-zero"));
+  od[0] = self->dims[0]; od[1] = self->dims[1]; od[2] = outputSize->v[0]; od[3] = outputSize->v[1];
+  EMU_CHK(emu_need_shape(fn, "out", 2, out, od, 4, "[N, C, outputSize[0], outputSize[1]]"));
+  e = emu_exec_new("aclnnUpsampleNearest2d", 0, run_nearest);
+  e->t[0] = (aclTensor *)self; e->t[1] = out; e->nt = 2;
+  return emu_phase1_done(e, workspaceSize, executor);
+}
+EMU_PHASE2(aclnnUpsampleNearest2d)

@@ -295,7 +295,7 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
   /* facts.md §3: "Sync once before reading results on the host" */
   if (bs && bs->pending && !dd)
     return emu_arg_error(ACL_ERROR_INVALID_PARAM, fn, "src", 2,
-                         "aclrtMalloc buffer #%u is written by work queued on aclrtStream #%u "
+                         "aclrtMalloc buffer #%u is used by work queued on aclrtStream #%u "
                          "that was not synchronized (facts.md §3: aclrtSynchronizeStream before "
                          "reading results on the host)", bs->serial, bs->pending->h.serial);
   memmove(dd ? emu_shadow(dst) : (char *)dst, sd ? emu_shadow(src) : (const char *)src, count);

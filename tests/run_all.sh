@@ -48,6 +48,7 @@ suite "migc verify: parity gate, mutations, JUnit" bash tests/e2e/verify.sh "$BU
 suite "weights: .pth/.safetensors to .ckpt, checked by check-ckpt.py; binding; bad input" bash tests/e2e/weights.sh "$BUILD"
 suite "convert --weights: a fine-tuned .pth reaches the generated C (stale exports, both styles)" bash tests/e2e/weights_reach_c.sh "$BUILD"
 suite "Ascend: the committed aclnn declarations match the fact table and compile as C99" bash tests/e2e/ascend_facts.sh "$BUILD"
+suite "aclnn emulator: fact-table contract checks and plain-loop compute" bash tests/e2e/ascend_emu.sh
 suite "Ascend: the generated CMakeLists links against fake CANN trees (both layouts); C99 warning-free on gcc, clang, aarch64" bash tests/e2e/ascend_cmake.sh "$BUILD"
 suite "Ascend: the emulated aclnn program agrees with PyTorch (resnet18, mobilenet_v2, squeezenet1_1 both styles, tiny_cnn), no leak or contract violation" bash tests/e2e/ascend_parity.sh "$BUILD"
 suite "MindSpore stand-in: strict API table bindings, pitfalls against torch, .ckpt, grads, ops.Custom" bash tests/e2e/mindspore_standin.sh
