@@ -426,6 +426,19 @@ static int prepare_model(convert_job *j) {
   }
   j->t_import = seconds();
   for (int i = 0; i < j->n_binds; i++) j->unbound += j->binds[i].kind == WT_UNBOUND;
+  /* --ascend-no-op: the op's aclnn rules are gone for every later step (lowering,
+   * emission, the coverage report) */
+  for (int i = 0; i < j->n_no_ops && j->rs[MAP_TARGET_ASCEND]; i++) {
+    char why[256];
+    snprintf(why, sizeof why, "--ascend-no-op %s hides it", j->no_ops[i]);
+    int k = rules_hide(j->rs[MAP_TARGET_ASCEND], j->no_ops[i], why);
+    if (k <= 0) {
+      fprintf(stderr, "migc convert: --ascend-no-op %s: %s\n", j->no_ops[i],
+              k ? "too many names" : "no aclnn rule has that op type or function");
+      j->rc = EXIT_BAD_INPUT;
+      return -1;
+    }
+  }
   if (j->want[MAP_TARGET_ASCEND] && !j->cpu_only && !(j->asc_model = mg_model_clone(j->m))) {
     mg_error(&j->d, OOM, NULL, NULL, "out of memory copying the model for the Ascend target");
     j->rc = EXIT_INTERNAL;
@@ -549,7 +562,7 @@ static int emit_ascend_program(convert_job *j) {
   snprintf(dir, sizeof dir, "%s/ascend", j->outdir);
   asc_report r;
   j->first_asc_diag = j->d.count;
-  asc_options ao = {j->no_ops, j->n_no_ops};
+  asc_options ao = {0};
   if (emit_ascend(j->asc_model, j->rs[MAP_TARGET_ASCEND], &ao, dir, j->model, &r, &j->d)) {
     j->rc = EXIT_BAD_INPUT;
     return -1;

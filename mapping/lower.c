@@ -269,6 +269,21 @@ static int lower_grouped_conv(lower_ctx *c, mg_node *n) {
   return 1;
 }
 
+/* ---------- RoiAlign (aclnn) -> Cast RoiAlign ---------- */
+
+/* aclnnRoiAlign takes batchIndices as INT32 (ONNX gives INT64): the same RoiAlign
+ * on the indices cast, every attribute kept (aclnn-api.json aclnnRoiAlign). */
+static int lower_roi_align_indices(lower_ctx *c, mg_node *n) {
+  if (n->n_in < 3 || !n->in[2] || !n->out[0]) return refuse(c, "RoiAlign without batch_indices");
+  mg_value *b32 = temp(c, n, MG_I32);
+  cast(c, n, n->in[2], MG_I32, b32);
+  mg_value *in[3] = {n->in[0], n->in[1], b32};
+  mg_node *k = mg_rw_node(&c->w, MG_OP_RoiAlign, n->name, 3, in, 1, &n->out[0]);
+  for (int i = 0; i < n->n_attr; i++) append_attr(c, k, &n->attr[i]);
+  if (k) k->opset = n->opset; /* RoiAlign-10..15 samples with output_half_pixel */
+  return 1;
+}
+
 /* ---------- Slice (mindspore) -> Range Gather ---------- */
 
 /* Per sliced axis Gather(x, Range(start, start + count*step, step), axis), the
@@ -707,6 +722,7 @@ static const struct {
     {MG_OP_PRelu, "Less Mul Where", lower_prelu},
     {MG_OP_Mean, "Add Div", lower_mean},
     {MG_OP_IsInf, "Abs Equal", lower_isinf},
+    {MG_OP_RoiAlign, "Cast RoiAlign", lower_roi_align_indices},
 };
 
 /* The recipe for op decomposed into `into`, or NULL. */

@@ -150,9 +150,11 @@ static int check(const mg_node *n, const requirement *q, map_status *status, cha
     return 0;
   }
   case REQ_DTYPE:
+    if (q->input) x = q->input < n->n_in ? n->in[q->input] : NULL; /* <require input="N" dtype=...> */
     if (x && in_list(q, mg_dtype_name(x->dtype))) return 1;
     *status = MAP_UNSUPPORTED_DTYPE;
-    snprintf(why, wn, "dtype %s; the rule allows %s", x ? mg_dtype_name(x->dtype) : "?", allowed);
+    if (q->input) snprintf(why, wn, "input %d dtype %s; the rule allows %s", q->input, x ? mg_dtype_name(x->dtype) : "?", allowed);
+    else snprintf(why, wn, "dtype %s; the rule allows %s", x ? mg_dtype_name(x->dtype) : "?", allowed);
     return 0;
   case REQ_RANK: {
     if (!x || x->shape.rank < 0) {
@@ -288,6 +290,10 @@ const rule *map_match(const mg_node *n, const rule_set *rs, map_status *status, 
     return r;
   }
   *status = fail;
+  if (!why[0] && rs->n_hidden) /* its rules were hidden (rules_hide) */
+    for (int i = 0; i < rs->n && !why[0]; i++)
+      if (rs->rules[i].op == n->op && rs->rules[i].hidden_by)
+        snprintf(why, sizeof why, "no %s rule for %s: %s", rs->target, n->op_type, rs->hidden[rs->rules[i].hidden_by - 1]);
   if (!why[0]) snprintf(why, sizeof why, "no %s rule for %s; next step: a custom op (%s)", rs->target,
                         n->op_type, !strcmp(rs->target, "ascend") ? "an Ascend C kernel" : "ops.Custom");
   snprintf(detail, dn, "%s", why);

@@ -31,6 +31,11 @@ rule_set *rules_new(const char *target);
  * error naming file:line and the reason. 0 on success. */
 int rules_load(rule_set *rs, const char *path, mg_diags *d);
 void rules_free(rule_set *rs);
+/* Hides every rule for ONNX op `name` or calling `name` (an aclnn function): nodes
+ * they would take have no rule, which map_match says naming `why`; so a target's
+ * gap routes can be tested on ops it has (convert --ascend-no-op). The number of
+ * rules hidden, or -1 (more than 16 names). */
+int rules_hide(rule_set *rs, const char *name, const char *why);
 const char *rules_target(const rule_set *rs);
 /* Whether id is in the value vocabulary of rules files (mapping/values.def). */
 int rules_value_known(const char *id);

@@ -9,6 +9,7 @@ typedef struct {
   req_kind kind;
   const char *attr;     /* REQ_ATTR */
   int input;            /* REQ_PRESENT: the input's index; values[0] required|optional|absent;
+                           REQ_DTYPE: the input whose dtype is checked (0 unless given);
                            REQ_OUTPUT: the output's index (values[0] unused) */
   const char **values;  /* allowed values */
   int n_values;
@@ -34,7 +35,8 @@ struct rule {
   int n_decompose;
   const char *file;
   int line;
-  int removed;            /* replaced by a later file */
+  int removed;            /* replaced by a later file, or hidden (rules_hide) */
+  int hidden_by;          /* 1 + the rules_hide call that hid it, or 0 */
 };
 
 /* The rule that maps n for rs (NULL: none), with map_node's status and detail;
@@ -57,5 +59,7 @@ struct rule_set {
   const char *target;
   rule *rules;
   int n, cap;
+  const char *hidden[16]; /* rules_hide's names, for the reason map_match gives */
+  int n_hidden;
 };
 #endif

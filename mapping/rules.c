@@ -15,6 +15,20 @@ const char *map_status_name(map_status s) {
   return (unsigned)s < MAP_STATUS_COUNT ? names[s] : "?";
 }
 
+int rules_hide(rule_set *rs, const char *name, const char *why) {
+  if (rs->n_hidden == (int)(sizeof rs->hidden / sizeof rs->hidden[0])) return -1;
+  int k = 0;
+  for (int i = 0; i < rs->n; i++) {
+    rule *r = &rs->rules[i];
+    if (r->removed || (strcmp(mg_op_name(r->op), name) && (!r->call || strcmp(r->call, name)))) continue;
+    r->removed = 1;
+    r->hidden_by = rs->n_hidden + 1;
+    k++;
+  }
+  if (k) rs->hidden[rs->n_hidden++] = mg_arena_strdup(&rs->arena, why);
+  return k;
+}
+
 rule_set *rules_new(const char *target) {
   rule_set *rs = mg_calloc(1, sizeof *rs);
   if (!rs) return NULL;
@@ -189,6 +203,12 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
         q.n_values = split_list(rs, values, &q.values);
       } else if (dtype) {
         q.kind = REQ_DTYPE;
+        if (input) { /* <require input="N" dtype="..."/>: input N's dtype (default input 0) */
+          char *end = NULL;
+          long idx = strtol(input, &end, 10);
+          if (!end || *end || idx < 0 || idx > 64) BAD(c, "input must be an input index, got '%s'", input);
+          q.input = (int)idx;
+        }
         q.n_values = split_list(rs, dtype, &q.values);
         for (int i = 0; i < q.n_values; i++)
           if (mg_dtype_parse(q.values[i]) == MG_UNDEFINED) BAD(c, "unknown dtype '%s'", q.values[i]);

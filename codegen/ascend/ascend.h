@@ -19,9 +19,6 @@
 #include <stddef.h>
 
 typedef struct {
-  const char *const *no_ops;  /* --ascend-no-op: ONNX op types or aclnn functions treated as
-                                 missing (to test the host fallback) */
-  int n_no_ops;
   const char *prefix;         /* C prefix of the API and files (default "model": model.c,
                                  model_init, MODEL_ARENA_BYTES); batched builds give each
                                  model its own; then only <prefix>.{c,h,weights} and the

@@ -256,23 +256,14 @@ static void refuse(asc_ctx *c, const mg_node *n, const char *why) {
   asc_unsupported(c, n, dupf(c, "%s; no host fallback either: %s", why, refusal ? refusal : "?"));
 }
 
-/* Whether --ascend-no-op hides op type op or function fn. */
-static const char *hidden(asc_ctx *c, const mg_node *n, const char *fn) {
-  for (int i = 0; i < c->o->n_no_ops; i++)
-    if (!strcmp(c->o->no_ops[i], n->op_type) || (fn && !strcmp(c->o->no_ops[i], fn)))
-      return dupf(c, "--ascend-no-op %s hides its aclnn call", c->o->no_ops[i]);
-  return NULL;
-}
-
 /* One node: its GetWorkspaceSize call at init (an executor made repeatable) and
  * its phase-2 call in model_run, or a view, or an unsupported diagnostic. */
 static void emit_node(asc_ctx *c, const mg_node *n) {
   map_plan *p = map_node_plan(n, c->rs, &c->a);
   if (!p) { c->failed = 1; return; }
   const char *fn = p->rule ? rule_call(p->rule) : NULL;
-  const char *hide = hidden(c, n, fn);
-  if (hide || p->status != MAP_SUPPORTED || !fn) {
-    refuse(c, n, hide ? hide : p->detail ? p->detail : "no aclnn rule");
+  if (p->status != MAP_SUPPORTED || !fn) {
+    refuse(c, n, p->detail ? p->detail : "no aclnn rule");
     return;
   }
   if (!strcmp(fn, "aclCreateTensor")) { /* a view: asc_plan_buffers aliased it */

@@ -334,7 +334,7 @@ static void check_requires(xmlDocPtr d, const char *target) {
     FOR_CHILD(r, q, "require") {
       const char *attr = prop(q, "attr"), *dt = prop(q, "dtype"), *rank = prop(q, "rank");
       const char *st = prop(q, "static"), *in = prop(q, "input"), *outp = prop(q, "output");
-      int kinds = !!attr + !!dt + !!rank + !!st + !!in + !!outp;
+      int kinds = !!attr + !!dt + !!rank + !!st + !!in + !!outp - (in && dt); /* input+dtype: that input's */
       if (kinds != 1) fail_msg("%s %s: a require states one condition", target, info->name);
       if (attr) {
         mg_attr_kind kind;
@@ -377,6 +377,7 @@ static void check_requires(xmlDocPtr d, const char *target) {
         long k = strtol(in, NULL, 10);
         assert_true(k >= 0 && (info->max_in < 0 || k < info->max_in));
         const char *pr = prop(q, "present");
+        if (dt && !pr) continue; /* <require input="N" dtype=...>: checked above */
         assert_non_null(pr);
         char buf[256];
         snprintf(buf, sizeof buf, "%s", pr);
