@@ -3,6 +3,7 @@
 #include "ascend.h"
 #include "asc_internal.h"
 #include "codegen.h"
+#include "lower.h"
 #include "plan.h"
 #include "text.h"
 #include "writer.h"
@@ -141,6 +142,15 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
                             const char **why) {
   int is_tensor = strstr(type, "aclTensor*") && !strstr(type, "const*") && !strstr(type, "**");
   if (v->kind == MV_NONE) return "NULL";
+  map_value one; /* a one-element constant (Clip's min, Dropout's ratio) for a number parameter */
+  if (!is_tensor && !strstr(type, "aclTensorList") && v->kind == MV_TENSOR && v->ref.role == MAP_REF_CONST &&
+      v->ref.n_elems == 1) {
+    memset(&one, 0, sizeof one);
+    if (v->ref.floats) one.kind = MV_FLOAT, one.f = v->ref.floats[0];
+    else if (v->ref.dtype == MG_BOOL) one.kind = MV_BOOL, one.b = v->ref.ints[0] != 0;
+    else one.kind = MV_INT, one.i = v->ref.ints[0];
+    v = &one;
+  }
   if (is_tensor) {
     if (v->kind != MV_TENSOR) { *why = "a tensor parameter given a non-tensor value"; return NULL; }
     const map_ref *r = &v->ref;
@@ -188,14 +198,6 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
     return dupf(c, "m->ia[%d]", k);
   }
   if (strstr(type, "aclScalar")) {
-    map_value one; /* a one-element constant (Clip's min): its value */
-    if (v->kind == MV_TENSOR && v->ref.role == MAP_REF_CONST && v->ref.n_elems == 1) {
-      memset(&one, 0, sizeof one);
-      if (v->ref.floats) one.kind = MV_FLOAT, one.f = v->ref.floats[0];
-      else if (v->ref.dtype == MG_BOOL) one.kind = MV_BOOL, one.b = v->ref.ints[0] != 0;
-      else one.kind = MV_INT, one.i = v->ref.ints[0];
-      v = &one;
-    }
     int k = c->n_scalars++;
     asc_use_fn(c, "aclCreateScalar"), asc_use_fn(c, "aclDestroyScalar");
     int float_input = n->n_in > 0 && n->in[0] && mg_dtype_is_float(n->in[0]->dtype);
@@ -259,6 +261,9 @@ static void refuse(asc_ctx *c, const mg_node *n, const char *why) {
 /* One node: its GetWorkspaceSize call at init (an executor made repeatable) and
  * its phase-2 call in model_run, or a view, or an unsupported diagnostic. */
 static void emit_node(asc_ctx *c, const mg_node *n) {
+  int folded = n->n_out > 0;
+  for (int k = 0; k < n->n_out; k++) folded &= !n->out[k] || n->out[k]->data != NULL;
+  if (folded) return; /* computed at conversion: its outputs are constants */
   map_plan *p = map_node_plan(n, c->rs, &c->a);
   if (!p) { c->failed = 1; return; }
   const char *fn = p->rule ? rule_call(p->rule) : NULL;
@@ -327,6 +332,14 @@ int emit_ascend(mg_model *m, const rule_set *rs, const asc_options *o, const cha
   mg_arena_init(&c.a, 1 << 16);
   mg_graph *g = m->graph;
   int rc = -1;
+  /* what depends only on constants is computed now, as the C target does (swin's
+   * attention masks, built by ScatterND): constants of the weights buffer */
+  for (int i = 0; i < g->n_nodes; i++)
+    if (cg_fold_node(m, g->nodes[i]) < 0) {
+      mg_error(d, OOM, NULL, NULL, "out of memory folding constants for the Ascend target");
+      mg_arena_destroy(&c.a);
+      return -1;
+    }
   if (asc_plan_buffers(&c) == 0) {
     for (int i = 0; i < g->n_nodes && !c.failed; i++) emit_node(&c, g->nodes[i]);
     r->n_objects = c.n_tensors + c.n_arrays + c.n_scalars + c.n_lists;
