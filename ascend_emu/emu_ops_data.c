@@ -378,3 +378,39 @@ aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor *self, const aclIntArray *
   return emu_phase1_done(e, workspaceSize, executor);
 }
 EMU_PHASE2(aclnnMean)
+
+/* ===== aclnnMeanV2 ================================================================
+ * note: "no dtype arg (out dtype == self); noopWithEmptyAxes: false => empty dim
+ * reduces all axes, true => identity (matches ONNX noop_with_empty_axes)" */
+aclnnStatus aclnnMeanV2GetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim,
+                                        bool noopWithEmptyAxes, aclTensor *out, uint64_t *workspaceSize,
+                                        aclOpExecutor **executor) {
+  static const char *fn = "aclnnMeanV2GetWorkspaceSize";
+  aclOpExecutor *e;
+  int64_t od[EMU_MAXDIM];
+  int red[EMU_MAXDIM] = {0}, i, nd = 0;
+  uint64_t k;
+  EMU_CHK(emu_phase1_outs(fn, workspaceSize, 5, executor));
+  EMU_CHK(emu_need_tensor(fn, "self", 0, self, 1));
+  EMU_CHK(emu_need_array(fn, "dim", 1, dim, 1));
+  EMU_CHK(emu_need_tensor(fn, "out", 4, out, 1));
+  EMU_CHK(emu_need_dtype(fn, "self", 0, self, EMU_FLOATS, 3,
+                         "the note lists no dtypes; the emulator takes FLOAT, FLOAT16, BFLOAT16"));
+  EMU_CHK(emu_need_same_dtype(fn, "out", 4, out, self, "self (note: out dtype == self)"));
+  for (k = 0; k < dim->n; k++)
+    if (dim->v[k] < 0 || dim->v[k] >= self->ndim || red[dim->v[k]]++)
+      return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "dim", 1,
+                           "element %llu is %lld; dims are 0..%d without duplicates (negative dims are not "
+                           "described)", (unsigned long long)k, (long long)dim->v[k], self->ndim - 1);
+  if (!dim->n) /* empty: every axis, or none (noopWithEmptyAxes) */
+    for (i = 0; i < self->ndim; i++) red[i] = !noopWithEmptyAxes;
+  for (i = 0; i < self->ndim; i++)
+    if (!red[i]) od[nd++] = self->dims[i];
+    else if (keepDim) od[nd++] = 1;
+  EMU_CHK(emu_need_shape(fn, "out", 4, out, od, nd, keepDim ? "self with dim reduced to 1 (keepDim)"
+                         : "self without the reduced dims"));
+  e = exec2("aclnnMeanV2", self, out, run_mean);
+  for (i = 0; i < self->ndim; i++) e->iv[i] = red[i];
+  return emu_phase1_done(e, workspaceSize, executor);
+}
+EMU_PHASE2(aclnnMeanV2)

@@ -109,6 +109,15 @@ static int own_initializer(mg_graph *g, mg_value *v, const mg_value *init) {
   return 0;
 }
 
+/* Whether v is a constant of one element, its value into *x. */
+static int const_scalar(const mg_value *v, double *x) {
+  if (!v->data || v->vtype != MG_VT_TENSOR || v->shape.rank < 0 || mg_shape_numel(&v->shape) != 1 ||
+      !mg_dtype_size(v->dtype) || v->nbytes < mg_dtype_size(v->dtype))
+    return 0;
+  *x = mg_load_f64(v->dtype, v->data);
+  return 1;
+}
+
 static int identity_graph(mg_graph *g, void *ctx) {
   int *changed = ctx;
   char *dead = mg_calloc((size_t)g->n_nodes + 1, 1);
@@ -117,9 +126,14 @@ static int identity_graph(mg_graph *g, void *ctx) {
     mg_node *n = g->nodes[i];
     int bypass = n->op == MG_OP_Identity && n->in[0] && n->in[0]->vtype == MG_VT_TENSOR;
     if (n->op == MG_OP_Dropout && n->in[0]) {
-      int training = n->n_in > 2 && n->in[2];
+      /* an identity unless it trains with a ratio above 0: ONNX scales by
+       * 1 / (1 - ratio) the elements the mask keeps, and a ratio of 0 keeps all
+       * (swin's attention Dropout: training_mode true, ratio 0) */
+      double mode = 1, ratio = 0.5;
+      int training = n->n_in > 2 && n->in[2] && !(const_scalar(n->in[2], &mode) && mode == 0);
+      int no_drop = n->n_in > 1 && n->in[1] && const_scalar(n->in[1], &ratio) && ratio == 0;
       int mask_used = n->n_out > 1 && n->out[1] && n->out[1]->n_uses;
-      bypass = !training && !mask_used;
+      bypass = (!training || no_drop) && !mask_used;
     }
     if (!bypass || !n->out[0] || is_graph_output(g, n->out[0])) continue;
     if (n->op == MG_OP_Identity && n->in[0]->kind == MG_V_INIT && n->in[0]->data && is_torch_name(n->out[0]->name)) {
