@@ -1,6 +1,7 @@
 /* migc coverage MODEL.onnx... [--target cpu,ascend,mindspore] [--format md|json|html]
  *                [-o FILE] [--rules R.xml]... */
 #include "cli.h"
+#include "ascend_step.h"
 #include "mindspore_step.h"
 #include "codegen.h"
 #include "coverage.h"
@@ -471,7 +472,8 @@ int cmd_coverage(int argc, char **argv) {
     if (n_models > 1) fprintf(stderr, "coverage: [%d/%d] %s\n", i + 1, n_models, models[i]);
     /* the CPU column is the C emitter's own check, as convert runs it */
     if (coverage_analyze(models[i], ov, n_ov, rs, r.on[MAP_TARGET_CPU] ? cg_check_model : NULL,
-                         r.on[MAP_TARGET_MINDSPORE] ? cli_mindspore_check : NULL, &r.models[i], &d))
+                         r.on[MAP_TARGET_MINDSPORE] ? cli_mindspore_check : NULL,
+                         r.on[MAP_TARGET_ASCEND] ? cli_ascend_check : NULL, &r.models[i], &d))
       rc = EXIT_BAD_INPUT;
     r.n_models++;
   }

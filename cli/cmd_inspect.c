@@ -1,5 +1,6 @@
 /* migc inspect MODEL.onnx [--json] [--input-shape NAME=DIMS]... */
 #include "cli.h"
+#include "ascend_step.h"
 #include "mindspore_step.h"
 #include "codegen.h"
 #include "coverage.h"
@@ -179,7 +180,7 @@ int cmd_inspect(int argc, char **argv) {
     prepared = !mg_prepare(m, ov, n_ov, &d) && d.errors == errors;
     if (ok && prepared) {
       cov_model cm;
-      int r = coverage_analyze(path, ov, n_ov, rs, cg_check_model, cli_mindspore_check, &cm, &quiet);
+      int r = coverage_analyze(path, ov, n_ov, rs, cg_check_model, cli_mindspore_check, cli_ascend_check, &cm, &quiet);
       have_rates = !r && !cm.prepare_failed;
       for (int t = 0; t < MAP_TARGET_COUNT; t++) rate[t] = coverage_rate(&cm, t);
       coverage_free(&cm);

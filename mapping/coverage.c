@@ -252,7 +252,7 @@ int coverage_end(cov_model *cm) {
 
 int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_override *ov, int n_ov,
                            rule_set *const rs[MAP_TARGET_COUNT], cov_cpu_check cpu_check, cov_rules_check ms_check,
-                           cov_model *cm, mg_diags *d) {
+                           cov_rules_check asc_check, cov_model *cm, mg_diags *d) {
   mg_model *msm = NULL;
   if (coverage_begin(cm, m, path)) goto oom;
   /* the MindSpore check runs on a copy prepared as convert prepares its MindSpore
@@ -281,6 +281,13 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   }
   mg_model_free(msm);
   msm = NULL;
+  if (asc_check && rs[MAP_TARGET_ASCEND] && !cm->prepare_failed) {
+    mg_diags quiet;
+    mg_diags_init(&quiet);
+    int rc = asc_check(m, rs[MAP_TARGET_ASCEND], &quiet) < 0 ? 0 : coverage_emitter(cm, MAP_TARGET_ASCEND, &quiet, 0);
+    mg_diags_free(&quiet);
+    if (rc) goto oom;
+  }
   if (cpu_check && !cm->prepare_failed) {
     /* the emitter's diagnostics are the report's, not the caller's to print */
     mg_diags quiet;
@@ -299,7 +306,8 @@ oom:
 }
 
 int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, rule_set *const rs[MAP_TARGET_COUNT],
-                     cov_cpu_check cpu_check, cov_rules_check ms_check, cov_model *cm, mg_diags *d) {
+                     cov_cpu_check cpu_check, cov_rules_check ms_check, cov_rules_check asc_check, cov_model *cm,
+                     mg_diags *d) {
   mg_model *m = NULL;
   size_t first = d->count;
   if (onnx_import(path, d, &m)) {
@@ -309,7 +317,7 @@ int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, ru
     cm->error = mg_arena_strdup(&cm->arena, line);
     return -1;
   }
-  int rc = coverage_analyze_model(m, path, ov, n_ov, rs, cpu_check, ms_check, cm, d);
+  int rc = coverage_analyze_model(m, path, ov, n_ov, rs, cpu_check, ms_check, asc_check, cm, d);
   mg_model_free(m);
   return rc;
 }

@@ -75,15 +75,17 @@ int coverage_end(cov_model *cm);
  * the CPU target is reported as not checked (dynamic-shape, "not checked").
  * ms_check (may be NULL: the rules alone decide) is the MindSpore emitter's check,
  * run on the prepared model before the CPU check rewrites it; the nodes it refuses
- * take its reason (coverage_emitter). */
+ * take its reason (coverage_emitter). asc_check, likewise, is the Ascend emitter's
+ * (its host fallbacks and the nodes it refuses), on a copy of the prepared model. */
 int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, rule_set *const rs[MAP_TARGET_COUNT],
-                     cov_cpu_check cpu_check, cov_rules_check ms_check, cov_model *cm, mg_diags *d);
+                     cov_cpu_check cpu_check, cov_rules_check ms_check, cov_rules_check asc_check, cov_model *cm,
+                     mg_diags *d);
 /* The same over an imported model that has not been prepared yet: it runs
  * mg_prepare (with the shape overrides) on m, which the caller keeps and frees;
  * the CPU check then rewrites m. Node names are copied, so cm outlives m. */
 int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_override *ov, int n_ov,
                            rule_set *const rs[MAP_TARGET_COUNT], cov_cpu_check cpu_check, cov_rules_check ms_check,
-                           cov_model *cm, mg_diags *d);
+                           cov_rules_check asc_check, cov_model *cm, mg_diags *d);
 void coverage_free(cov_model *cm);
 /* Converted rate (0..1) of target t. */
 double coverage_rate(const cov_model *cm, int t);

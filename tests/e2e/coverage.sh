@@ -127,7 +127,9 @@ req "Conv auto_pad=SAME_LOWER: MindSpore names the attribute and what its rules 
   unsupported-attribute "attribute auto_pad=SAME_LOWER; the rule allows"
 req "... and with static dims preparation writes its (asymmetric) pads: MindSpore's pads_tblr maps it" \
   conv_same_lower_static mindspore supported "mindspore.nn.Conv2d"
-req "Equal on float32: aclnn names the dtype its rule excludes" equal_f32 ascend unsupported-dtype \
+# the column is the Ascend emitter's: the node runs as a host fallback, and the
+# reason still names the dtype its rule excludes
+req "Equal on float32: a host fallback, naming the dtype aclnn's rule excludes" equal_f32 ascend host-fallback \
   "dtype float32; the rule allows"
 
 # HTML: one self-contained page that renders in headless Chromium
