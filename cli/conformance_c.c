@@ -32,6 +32,7 @@ typedef struct {
   char *note;       /* a backend's remark on a pass (ascend-emu: the host fallback), or NULL */
   char **objs;      /* further objects the model needs linked (its host fallbacks) */
   int n_objs;
+  char *unlinked;   /* why the runner was linked without it, or NULL */
 } c_test;
 
 struct conf_c {
@@ -388,6 +389,7 @@ static void free_test(c_test *t) {
   free(t->note);
   for (int i = 0; i < t->n_objs; i++) free(t->objs[i]);
   free(t->objs);
+  free(t->unlinked);
 }
 
 /* Writes the work folder's Makefile and compiles every object (make -k). */
@@ -428,11 +430,12 @@ static void compile_all(conf_c *q, char *log, size_t n) {
   spawn(argv, log);
 }
 
-/* Whether t's objects all compiled: the model and what it needs linked. */
+/* Whether t's objects all compiled (the model and what it needs linked) and it
+ * was not left out of the link. */
 static int built(const conf_c *q, const c_test *t) {
   char obj[4300];
   snprintf(obj, sizeof obj, "%s/t%d.o", q->work, t->id);
-  int ok = file_exists(obj);
+  int ok = !t->unlinked && file_exists(obj);
   for (int k = 0; ok && k < t->n_objs; k++) {
     snprintf(obj, sizeof obj, "%s/%s", q->work, t->objs[k]);
     ok = file_exists(obj);
@@ -440,7 +443,43 @@ static int built(const conf_c *q, const c_test *t) {
   return ok;
 }
 
-static int link_runner(conf_c *q, const char *log) {
+/* The test id of the object a linker line names ("ld: t12.o: ...", "t12.c:(.text...",
+ * "t12_host_x.o: ..."), or -1. */
+static int obj_id(const char *line) {
+  const char *p = strstr(line, "ld: ");
+  p = p ? p + 4 : line;
+  if (*p != 't' || p[1] < '0' || p[1] > '9') return -1;
+  char *end;
+  long id = strtol(p + 1, &end, 10);
+  return *end == '.' || *end == '_' ? (int)id : -1;
+}
+
+/* Leaves out of the next link every test whose objects the linker log says have an
+ * undefined reference (a function the runner lacks); how many it left out. */
+static int leave_out_unlinked(conf_c *q, const char *log) {
+  FILE *f = fopen(log, "r");
+  if (!f) return 0;
+  char line[2048];
+  int cur = -1, n = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    int id = obj_id(line);
+    if (id >= 0) cur = id;
+    const char *u = strstr(line, "undefined reference to ");
+    if (!u || cur < 0) continue;
+    for (int i = 0; i < q->n; i++)
+      if (q->tests[i].id == cur && !q->tests[i].unlinked) {
+        size_t len = strlen(u) + 64;
+        if ((q->tests[i].unlinked = malloc(len)))
+          snprintf(q->tests[i].unlinked, len, "the runner does not link it: %s", u), n++;
+      }
+  }
+  fclose(f);
+  return n;
+}
+
+/* Writes models.c and link.mk for the tests that built. */
+static int write_link(conf_c *q) {
   char path[4200];
   snprintf(path, sizeof path, "%s/models.c", q->work);
   FILE *f = fopen(path, "w");
@@ -456,22 +495,31 @@ static int link_runner(conf_c *q, const char *log) {
   for (int i = 0; i < q->n; i++)
     if (built(q, &q->tests[i])) fprintf(f, "\"t%d.weights\", ", q->tests[i].id);
   fprintf(f, "0};\nconst int mg_rt_n_models = %d;\n", linked);
-  fclose(f);
-  snprintf(path, sizeof path, "%s/Makefile", q->work);
-  f = fopen(path, "a");
-  if (!f) return -1;
-  fprintf(f, "LINKED =");
+  if (fclose(f)) return -1;
+  snprintf(path, sizeof path, "%s/link.mk", q->work);
+  if (!(f = fopen(path, "w"))) return -1;
+  fprintf(f, "include Makefile\nLINKED =");
   for (int i = 0; i < q->n; i++) {
     if (!built(q, &q->tests[i])) continue;
     fprintf(f, " t%d.o", q->tests[i].id);
     for (int k = 0; k < q->tests[i].n_objs; k++) fprintf(f, " %s", q->tests[i].objs[k]);
   }
   fprintf(f, "\nrunner: models.o main.o $(RT) $(EXTRA) $(LINKED)\n\t$(CC) -o $@ $^ -lm\n");
-  fclose(f);
-  char *argv[] = {"make", "-s", "-C", q->work, "runner", NULL};
+  return fclose(f) ? -1 : 0;
+}
+
+/* Links the runner of the tests that built; a test whose objects do not link (an
+ * undefined reference) is left out and the rest linked again. 0 when it linked. */
+static int link_runner(conf_c *q, const char *log) {
   char log2[4300];
   snprintf(log2, sizeof log2, "%s.link", log);
-  return spawn(argv, log2);
+  for (int tries = 0; tries < 4; tries++) {
+    if (write_link(q)) return -1;
+    char *argv[] = {"make", "-s", "-C", q->work, "-f", "link.mk", "runner", NULL};
+    if (!spawn(argv, log2)) return 0;
+    if (!leave_out_unlinked(q, log2)) return -1;
+  }
+  return -1;
 }
 
 /* Runs t's datasets; its result (a pass counts into *noted when t has a note). */
@@ -479,7 +527,8 @@ static result run_one(conf_ctx *cc, conf_c *q, c_test *t) {
   char why[2048] = "";
   result r = R_PASS;
   if (!built(q, t)) {
-    conf_report(cc, t->name, R_FAIL, "the generated C does not compile (see build.log; --keep keeps it)");
+    conf_report(cc, t->name, R_FAIL,
+                t->unlinked ? t->unlinked : "the generated C does not compile (see build.log; --keep keeps it)");
     return R_FAIL;
   }
   for (int s = 0; s < t->n_sets && r == R_PASS; s++) {
