@@ -1,4 +1,4 @@
-/* migc conformance DIR... [--backend interp|c|mindspore-emu] [--xfail FILE] [--rtol R] [--atol A]
+/* migc conformance DIR... [--backend interp|c|mindspore-emu|ascend-emu] [--xfail FILE] [--rtol R] [--atol A]
  *
  * Runs ONNX backend test folders (model.onnx + test_data_set_N/{input,output}_K.pb)
  * and the light/ whole-model tests, one line per test, ending with
@@ -18,7 +18,7 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: migc conformance DIR... [--backend interp|c|mindspore-emu] [--xfail FILE] [--rtol R] [--atol A]\n"
+          "usage: migc conformance DIR... [--backend interp|c|mindspore-emu|ascend-emu] [--xfail FILE] [--rtol R] [--atol A]\n"
           "\n"
           "Runs every ONNX backend test under each DIR: a folder holding model.onnx and\n"
           "test_data_set_N/{input,output}_K.pb, a folder of such folders, or a folder of\n"
@@ -35,11 +35,16 @@ static void help(FILE *f) {
           "                net.py and model.ckpt, run through the MindSpore stand-in\n"
           "                tests/mindspore_standin by tools/ms_emu_run.py under\n"
           "                /usr/bin/python3, or $MIGC_PYTHON; a net with an ops.Custom\n"
-          "                kernel or a node it cannot compute is a skip)\n"
+          "                kernel or a node it cannot compute is a skip) or ascend-emu\n"
+          "                (migc convert --target ascend: tests prepared as for c, every\n"
+          "                aclnn host program compiled with the aclnn emulator ascend_emu/\n"
+          "                into one runner; an \"acl-emu: error\" fails the test, a pass\n"
+          "                through a host fallback says so, a node neither an aclnn call\n"
+          "                nor a host fallback takes is a skip)\n"
           "  --only GLOB   run only the tests whose name matches GLOB (e.g. 'test_conv*')\n"
-          "  --work DIR    the C or mindspore-emu backend's folder (default: a new one under /tmp,\n"
+          "  --work DIR    the C, ascend-emu or mindspore-emu backend's folder (default: a new one under /tmp,\n"
           "                removed afterwards unless --keep)\n"
-          "  -j N          compile jobs for the C backend, Python processes for mindspore-emu\n"
+          "  -j N          compile jobs for the C and ascend-emu backends, Python processes for mindspore-emu\n"
           "                (default: the number of CPUs)\n"
           "  --rtol R      relative tolerance (default 1e-3, ONNX's backend default)\n"
           "  --atol A      absolute tolerance (default 1e-7)\n");
@@ -226,10 +231,15 @@ static result run_case(conf_ctx *cc, mg_model *m, mg_array *inputs, int n_in, mg
 }
 
 void conf_report(conf_ctx *cc, const char *name, result r, const char *why) {
+  conf_report_note(cc, name, r, why, NULL);
+}
+
+void conf_report_note(conf_ctx *cc, const char *name, result r, const char *why, const char *note) {
   const char *xr = xfail_reason(&cc->xfail, name);
   if (r == R_PASS) {
     cc->passed++;
-    printf("pass  %s%s\n", name, xr ? "  (listed as xfail: remove the entry)" : "");
+    printf("pass  %s%s%s%s%s\n", name, note ? "  (" : "", note ? note : "", note ? ")" : "",
+           xr ? "  (listed as xfail: remove the entry)" : "");
   } else if (r == R_SKIP) {
     cc->skipped++;
     printf("skip  %s: %s\n", name, why);
@@ -512,8 +522,10 @@ int cmd_conformance(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
       backend = argv[++i];
-      if (strcmp(backend, "interp") && strcmp(backend, "c") && strcmp(backend, "mindspore-emu")) {
-        fprintf(stderr, "migc conformance: backend '%s' is not available (interp, c and mindspore-emu are)\n",
+      if (strcmp(backend, "interp") && strcmp(backend, "c") && strcmp(backend, "mindspore-emu") &&
+          strcmp(backend, "ascend-emu")) {
+        fprintf(stderr,
+                "migc conformance: backend '%s' is not available (interp, c, mindspore-emu and ascend-emu are)\n",
                 backend);
         return EXIT_BAD_INPUT;
       }
@@ -549,6 +561,9 @@ int cmd_conformance(int argc, char **argv) {
   } else if (!strcmp(backend, "mindspore-emu")) {
     cc.mq = conf_ms_new(work, keep, jobs);
     if (!cc.mq) return EXIT_BAD_INPUT;
+  } else if (!strcmp(backend, "ascend-emu")) { /* the C backend's queue with emit_ascend */
+    cc.cq = conf_asc_new(work, keep, jobs);
+    if (!cc.cq) return EXIT_BAD_INPUT;
   }
   for (int i = 0; i < n_dirs; i++) {
     if (!is_dir(dirs[i])) {

@@ -6,6 +6,7 @@
 #include "infer.h"
 #include "ir.h"
 #include "npy.h"
+#include <stdio.h>
 
 typedef struct conf_c conf_c;
 typedef struct conf_ms conf_ms;
@@ -31,6 +32,8 @@ typedef enum { R_PASS, R_FAIL, R_SKIP } result;
 int conf_compare(const conf_ctx *cc, const mg_array *got, const mg_array *want, char *why, size_t n);
 /* Prints one test's line and counts it. */
 void conf_report(conf_ctx *cc, const char *name, result r, const char *why);
+/* As conf_report; a pass prints note after the name, "pass  NAME  (note)". */
+void conf_report_note(conf_ctx *cc, const char *name, result r, const char *why, const char *note);
 /* The message of the first "not supported" diagnostic, or NULL. */
 const char *conf_unsupported_reason(const mg_diags *d);
 /* Reads a TensorProto file into a; 0 on success. */
@@ -45,6 +48,36 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
                   int *n_inputs, mg_array **expected, int *n_expected, int n_sets);
 /* Builds every queued test into one runner, runs and reports each; frees q. */
 void conf_c_finish(conf_ctx *cc, conf_c *q);
+
+/* A backend that reuses the C backend's queue, build and runs (ascend-emu): what it
+ * does instead of emit_c, and its additions to the work folder's Makefile. */
+typedef struct {
+  /* Converts prepared m (its own; may be rewritten) as prefix into work. R_PASS when
+   * written, with *note (malloc'ed or NULL: printed after a pass) and *objs, the
+   * extra objects (malloc'ed names, relative to work) the model needs linked; else a
+   * skip or failure with why. */
+  result (*emit)(void *ctx, mg_model *m, const char *prefix, const char *work, const char *model_path, mg_diags *d,
+                 char *why, size_t wn, char **note, char ***objs, int *n_objs);
+  /* Writes to the Makefile a definition of EXTRA (objects every runner links) and
+   * their rules; may be NULL. */
+  void (*makefile)(void *ctx, FILE *f);
+  /* After every test ran: the passes with no note and with one; frees ctx. */
+  void (*finish)(void *ctx, int n_plain, int n_noted);
+  void *ctx;
+} conf_c_backend;
+/* conf_c_new with a backend (copied); conf_c_finish calls be->finish even when no
+ * test was queued. */
+conf_c *conf_c_new_backend(const char *work_dir, int keep, int jobs, const conf_c_backend *be);
+/* The work folder of q. */
+const char *conf_c_work(const conf_c *q);
+
+/* The ascend-emu backend: each queued test is prepared as the C backend prepares it,
+ * converted as `migc convert --target ascend` converts it (emit_ascend, prefix tN,
+ * into one work folder), compiled with the aclnn emulator (ascend_emu/) into one
+ * runner by conf_c_finish and run; an `acl-emu: error` is a failure. A pass through
+ * a host fallback is noted; a node neither aclnn nor a host fallback takes is a
+ * skip. NULL with a message when the rules cannot be loaded or the work folder made. */
+conf_c *conf_asc_new(const char *work_dir, int keep, int jobs);
 
 /* Shared by the backends that compile a test for static shapes. Turns the graph
  * inputs of (imported, unprepared) m that only decide shapes (Reshape's shape,

@@ -29,14 +29,27 @@ typedef struct {
   mg_array **ins;   /* per set: n_in arrays in in_names order */
   mg_array **exps;  /* per set: expected outputs */
   int *n_exps;
+  char *note;       /* a backend's remark on a pass (ascend-emu: the host fallback), or NULL */
+  char **objs;      /* further objects the model needs linked (its host fallbacks) */
+  int n_objs;
+  char *unlinked;   /* why the runner was linked without it, or NULL */
 } c_test;
 
 struct conf_c {
   char work[4096];
   int keep, jobs, made_tmp;
+  conf_c_backend be; /* be.emit NULL: the C backend's emit_c */
   c_test *tests;
   int n, cap, next_id;
 };
+
+const char *conf_c_work(const conf_c *q) { return q->work; }
+
+conf_c *conf_c_new_backend(const char *work_dir, int keep, int jobs, const conf_c_backend *be) {
+  conf_c *q = conf_c_new(work_dir, keep, jobs);
+  if (q && be) q->be = *be;
+  return q;
+}
 
 conf_c *conf_c_new(const char *work_dir, int keep, int jobs) {
   conf_c *q = calloc(1, sizeof *q);
@@ -230,7 +243,9 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     snprintf(prefix, sizeof prefix, "t%d", t.id);
     cg_options o = {.prefix = prefix, .no_runner = 1};
     cg_report rep;
-    if (emit_c(m, &o, q->work, &rep, &d)) {
+    if (q->be.emit) {
+      r = q->be.emit(q->be.ctx, m, prefix, q->work, model_path, &d, why, sizeof why, &t.note, &t.objs, &t.n_objs);
+    } else if (emit_c(m, &o, q->work, &rep, &d)) {
       char line[1024] = "";
       if (d.count) mg_diag_format(&d.items[0], line, sizeof line);
       snprintf(why, sizeof why, "conversion failed: %s", line);
@@ -249,6 +264,9 @@ void conf_c_queue(conf_ctx *cc, conf_c *q, const char *name, const char *model_p
     for (int i = 0; i < t.n_out && t.out_names; i++) free(t.out_names[i]);
     free(t.in_names);
     free(t.out_names);
+    free(t.note);
+    for (int i = 0; i < t.n_objs; i++) free(t.objs[i]);
+    free(t.objs);
     conf_free_shapes(ov, n_ov);
     return;
   }
@@ -329,18 +347,23 @@ static int file_exists(const char *p) {
   return !stat(p, &st);
 }
 
-static void first_line(const char *path, char *out, size_t n) {
+/* The log's first line holding an error or the runner's message; 1 when it is
+ * the aclnn emulator's (an "acl-emu: error" line, preferred over any other). */
+static int first_line(const char *path, char *out, size_t n) {
   out[0] = 0;
   FILE *f = fopen(path, "r");
-  if (!f) return;
+  if (!f) return 0;
   char line[1024];
-  while (fgets(line, sizeof line, f))
-    if (strstr(line, "error") || strstr(line, "runner:")) {
+  int emu = 0;
+  while (!emu && fgets(line, sizeof line, f)) {
+    emu = strstr(line, "acl-emu: error") != NULL;
+    if (emu || (!out[0] && (strstr(line, "error") || strstr(line, "runner:")))) {
       line[strcspn(line, "\n")] = 0;
       snprintf(out, n, "%s", line);
-      break;
     }
+  }
   fclose(f);
+  return emu;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -363,6 +386,10 @@ static void free_test(c_test *t) {
   free(t->exps);
   free(t->n_exps);
   free(t->name);
+  free(t->note);
+  for (int i = 0; i < t->n_objs; i++) free(t->objs[i]);
+  free(t->objs);
+  free(t->unlinked);
 }
 
 /* Writes the work folder's Makefile and compiles every object (make -k). */
@@ -375,9 +402,14 @@ static void compile_all(conf_c *q, char *log, size_t n) {
    * cost, not running them. The -O3 builds of generated projects are what the
    * torchvision, detection and portability suites compile. */
   fprintf(f, "CC ?= cc\nCFLAGS = -std=c99 -Wall -Wextra -pedantic -Werror -O1 -march=native -I. -Iruntime\n");
-  fprintf(f, "RT = $(patsubst %%.c,%%.o,$(wildcard runtime/*.c))\nMODELS =");
-  for (int i = 0; i < q->n; i++) fprintf(f, " t%d.o", q->tests[i].id);
-  fprintf(f, "\nall: $(RT) $(MODELS) main.o\n%%.o: %%.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n");
+  fprintf(f, "RT = $(patsubst %%.c,%%.o,$(wildcard runtime/*.c))\nEXTRA =\n");
+  if (q->be.makefile) q->be.makefile(q->be.ctx, f);
+  fprintf(f, "MODELS =");
+  for (int i = 0; i < q->n; i++) {
+    fprintf(f, " t%d.o", q->tests[i].id);
+    for (int k = 0; k < q->tests[i].n_objs; k++) fprintf(f, " %s", q->tests[i].objs[k]);
+  }
+  fprintf(f, "\nall: $(RT) $(EXTRA) $(MODELS) main.o\n%%.o: %%.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n");
   fclose(f);
   snprintf(path, sizeof path, "%s/codegen/c/runner/main.c", cg_source_dir());
   char dst[4200];
@@ -398,51 +430,106 @@ static void compile_all(conf_c *q, char *log, size_t n) {
   spawn(argv, log);
 }
 
-static int link_runner(conf_c *q, const char *log) {
+/* Whether t's objects all compiled (the model and what it needs linked) and it
+ * was not left out of the link. */
+static int built(const conf_c *q, const c_test *t) {
+  char obj[4300];
+  snprintf(obj, sizeof obj, "%s/t%d.o", q->work, t->id);
+  int ok = !t->unlinked && file_exists(obj);
+  for (int k = 0; ok && k < t->n_objs; k++) {
+    snprintf(obj, sizeof obj, "%s/%s", q->work, t->objs[k]);
+    ok = file_exists(obj);
+  }
+  return ok;
+}
+
+/* The test id of the object a linker line names ("ld: t12.o: ...", "t12.c:(.text...",
+ * "t12_host_x.o: ..."), or -1. */
+static int obj_id(const char *line) {
+  const char *p = strstr(line, "ld: ");
+  p = p ? p + 4 : line;
+  if (*p != 't' || p[1] < '0' || p[1] > '9') return -1;
+  char *end;
+  long id = strtol(p + 1, &end, 10);
+  return *end == '.' || *end == '_' ? (int)id : -1;
+}
+
+/* Leaves out of the next link every test whose objects the linker log says have an
+ * undefined reference (a function the runner lacks); how many it left out. */
+static int leave_out_unlinked(conf_c *q, const char *log) {
+  FILE *f = fopen(log, "r");
+  if (!f) return 0;
+  char line[2048];
+  int cur = -1, n = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    int id = obj_id(line);
+    if (id >= 0) cur = id;
+    const char *u = strstr(line, "undefined reference to ");
+    if (!u || cur < 0) continue;
+    for (int i = 0; i < q->n; i++)
+      if (q->tests[i].id == cur && !q->tests[i].unlinked) {
+        size_t len = strlen(u) + 64;
+        if ((q->tests[i].unlinked = malloc(len)))
+          snprintf(q->tests[i].unlinked, len, "the runner does not link it: %s", u), n++;
+      }
+  }
+  fclose(f);
+  return n;
+}
+
+/* Writes models.c and link.mk for the tests that built. */
+static int write_link(conf_c *q) {
   char path[4200];
   snprintf(path, sizeof path, "%s/models.c", q->work);
   FILE *f = fopen(path, "w");
   if (!f) return -1;
   fprintf(f, "#include \"mg_runtime.h\"\n");
   int linked = 0;
-  for (int i = 0; i < q->n; i++) {
-    char obj[4300];
-    snprintf(obj, sizeof obj, "%s/t%d.o", q->work, q->tests[i].id);
-    if (file_exists(obj)) fprintf(f, "extern const mg_rt_model t%d_desc;\n", q->tests[i].id), linked++;
-  }
+  for (int i = 0; i < q->n; i++)
+    if (built(q, &q->tests[i])) fprintf(f, "extern const mg_rt_model t%d_desc;\n", q->tests[i].id), linked++;
   fprintf(f, "const mg_rt_model *const mg_rt_models[] = {");
-  for (int i = 0; i < q->n; i++) {
-    char obj[4300];
-    snprintf(obj, sizeof obj, "%s/t%d.o", q->work, q->tests[i].id);
-    if (file_exists(obj)) fprintf(f, "&t%d_desc, ", q->tests[i].id);
-  }
+  for (int i = 0; i < q->n; i++)
+    if (built(q, &q->tests[i])) fprintf(f, "&t%d_desc, ", q->tests[i].id);
   fprintf(f, "0};\nconst char *const mg_rt_weights_files[] = {");
-  for (int i = 0; i < q->n; i++) {
-    char obj[4300];
-    snprintf(obj, sizeof obj, "%s/t%d.o", q->work, q->tests[i].id);
-    if (file_exists(obj)) fprintf(f, "\"t%d.weights\", ", q->tests[i].id);
-  }
+  for (int i = 0; i < q->n; i++)
+    if (built(q, &q->tests[i])) fprintf(f, "\"t%d.weights\", ", q->tests[i].id);
   fprintf(f, "0};\nconst int mg_rt_n_models = %d;\n", linked);
-  fclose(f);
-  snprintf(path, sizeof path, "%s/Makefile", q->work);
-  f = fopen(path, "a");
-  if (!f) return -1;
-  fprintf(f, "runner: models.o main.o $(RT) $(wildcard t*.o)\n\t$(CC) -o $@ $^ -lm\n");
-  fclose(f);
-  char *argv[] = {"make", "-s", "-C", q->work, "runner", NULL};
-  char log2[4300];
-  snprintf(log2, sizeof log2, "%s.link", log);
-  return spawn(argv, log2);
+  if (fclose(f)) return -1;
+  snprintf(path, sizeof path, "%s/link.mk", q->work);
+  if (!(f = fopen(path, "w"))) return -1;
+  fprintf(f, "include Makefile\nLINKED =");
+  for (int i = 0; i < q->n; i++) {
+    if (!built(q, &q->tests[i])) continue;
+    fprintf(f, " t%d.o", q->tests[i].id);
+    for (int k = 0; k < q->tests[i].n_objs; k++) fprintf(f, " %s", q->tests[i].objs[k]);
+  }
+  fprintf(f, "\nrunner: models.o main.o $(RT) $(EXTRA) $(LINKED)\n\t$(CC) -o $@ $^ -lm\n");
+  return fclose(f) ? -1 : 0;
 }
 
-static void run_one(conf_ctx *cc, conf_c *q, c_test *t) {
+/* Links the runner of the tests that built; a test whose objects do not link (an
+ * undefined reference) is left out and the rest linked again. 0 when it linked. */
+static int link_runner(conf_c *q, const char *log) {
+  char log2[4300];
+  snprintf(log2, sizeof log2, "%s.link", log);
+  for (int tries = 0; tries < 4; tries++) {
+    if (write_link(q)) return -1;
+    char *argv[] = {"make", "-s", "-C", q->work, "-f", "link.mk", "runner", NULL};
+    if (!spawn(argv, log2)) return 0;
+    if (!leave_out_unlinked(q, log2)) return -1;
+  }
+  return -1;
+}
+
+/* Runs t's datasets; its result (a pass counts into *noted when t has a note). */
+static result run_one(conf_ctx *cc, conf_c *q, c_test *t) {
   char why[2048] = "";
   result r = R_PASS;
-  char obj[4300];
-  snprintf(obj, sizeof obj, "%s/t%d.o", q->work, t->id);
-  if (!file_exists(obj)) {
-    conf_report(cc, t->name, R_FAIL, "the generated C does not compile (see build.log; --keep keeps it)");
-    return;
+  if (!built(q, t)) {
+    conf_report(cc, t->name, R_FAIL,
+                t->unlinked ? t->unlinked : "the generated C does not compile (see build.log; --keep keeps it)");
+    return R_FAIL;
   }
   for (int s = 0; s < t->n_sets && r == R_PASS; s++) {
     char dir[4300], log[4400], runner[4300], model[32], weights[4300];
@@ -457,7 +544,7 @@ static void run_one(conf_ctx *cc, conf_c *q, c_test *t) {
       free(argv);
       free(owned);
       conf_report(cc, t->name, R_FAIL, "out of memory");
-      return;
+      return R_FAIL;
     }
     int a = 0;
     snprintf(runner, sizeof runner, "%s/runner", q->work);
@@ -492,10 +579,11 @@ static void run_one(conf_ctx *cc, conf_c *q, c_test *t) {
     free(owned);
     free(argv);
     if (r != R_PASS) break;
-    if (st) {
-      char line[1024];
-      first_line(log, line, sizeof line);
-      snprintf(why, sizeof why, "runner exited %d: %s", st, line);
+    char line[1024];
+    int emu = first_line(log, line, sizeof line);
+    if (st || emu) { /* the emulator's contract violation is the reason, whatever the exit */
+      if (emu) snprintf(why, sizeof why, "%s", line);
+      else snprintf(why, sizeof why, "runner exited %d: %s", st, line);
       r = R_FAIL;
       break;
     }
@@ -520,10 +608,12 @@ static void run_one(conf_ctx *cc, conf_c *q, c_test *t) {
       mg_diags_free(&d);
     }
   }
-  conf_report(cc, t->name, r, why);
+  conf_report_note(cc, t->name, r, why, t->note);
+  return r;
 }
 
 void conf_c_finish(conf_ctx *cc, conf_c *q) {
+  int plain = 0, noted = 0;
   if (q->n) {
     char log[4200];
     compile_all(q, log, sizeof log);
@@ -531,9 +621,11 @@ void conf_c_finish(conf_ctx *cc, conf_c *q) {
       for (int i = 0; i < q->n; i++)
         conf_report(cc, q->tests[i].name, R_FAIL, "the runner of the generated models does not link (see build.log)");
     } else {
-      for (int i = 0; i < q->n; i++) run_one(cc, q, &q->tests[i]);
+      for (int i = 0; i < q->n; i++)
+        if (run_one(cc, q, &q->tests[i]) == R_PASS) q->tests[i].note ? noted++ : plain++;
     }
   }
+  if (q->be.finish) q->be.finish(q->be.ctx, plain, noted);
   for (int i = 0; i < q->n; i++) free_test(&q->tests[i]);
   free(q->tests);
   if (q->made_tmp && !q->keep) nftw(q->work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

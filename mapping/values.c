@@ -673,12 +673,12 @@ const char *map_acl_dtype_name(mg_dtype t) {
 }
 
 int ev_ms_dtype(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
-  mg_dtype t;
+  mg_dtype t = MG_UNDEFINED;
   return dtype_arg(c, "ms_dtype", argc, argv, &t) ? -1 : spelled(c, "ms_dtype", t, map_ms_dtype_name(t), out);
 }
 
 int ev_acl_dtype(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
-  mg_dtype t;
+  mg_dtype t = MG_UNDEFINED;
   return dtype_arg(c, "acl_dtype", argc, argv, &t) ? -1 : spelled(c, "acl_dtype", t, map_acl_dtype_name(t), out);
 }
 

@@ -14,7 +14,10 @@ typedef struct asc_scratch {
   struct asc_scratch *next;
 } asc_scratch;
 
-static size_t round_up(size_t n) { return (n + ASC_ALIGN - 1) / ASC_ALIGN * ASC_ALIGN; }
+/* A buffer's bytes: whole alignment units, and one for an empty tensor, so that its
+ * address is a live device address (aclCreateTensor's tensorData, aclrtMemcpy's
+ * dst/src: the emulator refuses NULL, and an arena of empty tensors only is none). */
+static size_t round_up(size_t n) { return ((n ? n : 1) + ASC_ALIGN - 1) / ASC_ALIGN * ASC_ALIGN; }
 
 static size_t value_bytes(const mg_value *v) {
   int64_t n = mg_shape_numel(&v->shape);

@@ -37,7 +37,7 @@ static const char *rt_dtype_name(mg_dtype t) {
   case MG_U16: return "MG_RT_U16"; case MG_I16: return "MG_RT_I16"; case MG_I32: return "MG_RT_I32";
   case MG_I64: return "MG_RT_I64"; case MG_BOOL: return "MG_RT_BOOL"; case MG_F16: return "MG_RT_F16";
   case MG_F64: return "MG_RT_F64"; case MG_U32: return "MG_RT_U32"; case MG_U64: return "MG_RT_U64";
-  case MG_BF16: return "MG_RT_BF16";
+  case MG_BF16: return "MG_RT_BF16"; case MG_STRING: return "MG_RT_STRING";
   default: return NULL;
   }
 }
@@ -215,6 +215,7 @@ static void write_source(asc_ctx *c, cg_buf *b) {
   /* run */
   cg_buf_printf(b, "int model_run_v(model_t *m, const void *const *inputs, void *const *outputs) {\n");
   cg_buf_printf(b, "  if (!m->stream) return MG_RT_EARG;\n");
+  if (!g->n_inputs) cg_buf_printf(b, "  (void)inputs; /* the model has no run-time input */\n");
   for (int k = 0; k < g->n_inputs; k++) {
     size_t nb = value_bytes(g->inputs[k]);
     cg_buf_printf(b, "  STN(aclrtMemcpy(m->in_dev[%d], %zu, inputs[%d], %zu, ACL_MEMCPY_HOST_TO_DEVICE), NULL, \"aclrtMemcpy\");\n",
@@ -302,9 +303,9 @@ static void write_source(asc_ctx *c, cg_buf *b) {
                 "    exit(3);\n  }\n}\n"
                 "static const int64_t *desc_output_dims(void *m, int output) {\n"
                 "  (void)m;\n  return model_outputs[output].shape;\n}\n"
-                "const mg_rt_model model_desc = {\"model\", %d, %d, model_inputs, model_outputs, sizeof(model_t),\n"
+                "const mg_rt_model model_desc = {\"%s\", %d, %d, model_inputs, model_outputs, sizeof(model_t),\n"
                 "  desc_init, desc_run, desc_free, desc_trace, desc_output_dims};\n",
-                g->n_inputs, g->n_outputs);
+                prefix_of(c), g->n_inputs, g->n_outputs);
 }
 
 /* model.weights: every constant at its planned offset, zero tensors as zeros. */

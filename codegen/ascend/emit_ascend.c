@@ -260,6 +260,34 @@ static void refuse(asc_ctx *c, const mg_node *n, const char *why) {
 
 /* One node: its GetWorkspaceSize call at init (an executor made repeatable) and
  * its phase-2 call in model_run, or a view, or an unsupported diagnostic. */
+static const map_value *arg_named(const map_plan *p, const char *name) {
+  for (int i = 0; i < p->n_args; i++)
+    if (!strcmp(p->args[i].name, name)) return &p->args[i].value;
+  return NULL;
+}
+
+/* A pooling call's padding beyond what the fact table's note allows, or NULL:
+ * aclnnAvgPool2d "paddings len 1|2 symmetric, pad <= kernel/2"; aclnnMaxPool "pads
+ * len4 = {top, left, bottom, right} (ONNX order) and per-axis pad sum <= kernel".
+ * The rules' pads predicates cannot say it; such a node is no call of that function. */
+static const char *pool_pad_limit(asc_ctx *c, const char *fn, const map_plan *p) {
+  int avg = !strcmp(fn, "aclnnAvgPool2d"), max = !strcmp(fn, "aclnnMaxPool");
+  if (!avg && !max) return NULL;
+  const map_value *k = arg_named(p, avg ? "kernelSize" : "kernelShape"), *pd = arg_named(p, avg ? "paddings" : "pads");
+  if (!k || !pd || k->kind != MV_INTS || pd->kind != MV_INTS || k->n < 1) return NULL;
+  for (int i = 0; i < pd->n; i++) {
+    int axis = max && pd->n == 4 ? i % 2 : i;
+    int64_t kern = k->ints[axis < k->n ? axis : k->n - 1];
+    if (avg && pd->ints[i] > kern / 2)
+      return dupf(c, "padding %lld exceeds kernel/2 = %lld (the fact table: pad <= kernel/2)",
+                  (long long)pd->ints[i], (long long)(kern / 2));
+    if (max && pd->n == 4 && i < 2 && pd->ints[i] + pd->ints[i + 2] > kern)
+      return dupf(c, "pads %lld + %lld exceed the kernel %lld (the fact table: per-axis pad sum <= kernel)",
+                  (long long)pd->ints[i], (long long)pd->ints[i + 2], (long long)kern);
+  }
+  return NULL;
+}
+
 static void emit_node(asc_ctx *c, const mg_node *n) {
   int folded = n->n_out > 0;
   for (int k = 0; k < n->n_out; k++) folded &= !n->out[k] || n->out[k]->data != NULL;
@@ -281,6 +309,11 @@ static void emit_node(asc_ctx *c, const mg_node *n) {
   snprintf(ws_fn, sizeof ws_fn, "%sGetWorkspaceSize", fn);
   if (!fact_fn(ws_fn) || !fact_fn(fn)) {
     refuse(c, n, dupf(c, "%s has no two-phase entry in the fact table", fn));
+    return;
+  }
+  const char *limit = pool_pad_limit(c, fn, p);
+  if (limit) {
+    refuse(c, n, dupf(c, "%s: %s", fn, limit));
     return;
   }
   size_t mark = c->init.len;
@@ -332,6 +365,20 @@ int emit_ascend(mg_model *m, const rule_set *rs, const asc_options *o, const cha
   mg_arena_init(&c.a, 1 << 16);
   mg_graph *g = m->graph;
   int rc = -1;
+  /* a string tensor (an array of host pointers) has no device form: no aclTensor
+   * holds ACL_STRING data, and the runner's descriptor has no dtype for it here */
+  for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
+    const mg_value *v = i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs];
+    if (v->dtype != MG_STRING) continue;
+    mg_diag_add(d, MG_SEV_ERROR, MG_D_UNSUPPORTED, v->name, NULL,
+                "ascend: graph %s '%s' is a string tensor, which has no device buffer (nothing written)",
+                i < g->n_inputs ? "input" : "output", v->name);
+    r->n_unsupported++;
+  }
+  if (r->n_unsupported) {
+    mg_arena_destroy(&c.a);
+    return 0;
+  }
   /* what depends only on constants is computed now, as the C target does (swin's
    * attention masks, built by ScatterND): constants of the weights buffer */
   for (int i = 0; i < g->n_nodes; i++)
