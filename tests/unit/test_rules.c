@@ -672,11 +672,15 @@ static void ms_conv_cb(xmlNode *r, xmlNode *c, void *ctx) {
 }
 
 static void acl_conv_cb(xmlNode *r, xmlNode *c, void *ctx) {
-  (void)r;
   const char *v;
   assert_string_equal(prop(c, "fn"), "aclnnConvolution");
   acl_arg(c, 4, "padding", &v);
-  assert_string_equal(v, "pads_tblr"); /* [top, bottom, left, right] */
+  /* conv2d: [top, bottom, left, right]; conv1d: one symmetric element (the order of
+   * two is not given) */
+  const char *rank = NULL;
+  FOR_CHILD(r, q, "require") if (prop(q, "rank")) rank = prop(q, "rank");
+  assert_non_null(rank);
+  assert_string_equal(v, !strcmp(rank, "3") ? "pads_hw" : "pads_tblr");
   acl_arg(c, 6, "transposed", &v);
   assert_string_equal(v, "False");
   acl_arg(c, 7, "outputPadding", &v);
