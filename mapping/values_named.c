@@ -328,8 +328,10 @@ int ev_resize_size(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
     double exact = (double)dims[r] * scale;
     sz[r - 2] = (int64_t)exact;
     /* ONNX maps coordinates by the scale, an explicit size by in/out: the same
-     * only when the scale gives a whole length (align_corners uses the lengths) */
-    if (!c->ascend && exact != (double)sz[r - 2] && strcmp(ctm, "align_corners"))
+     * only when the scale gives a whole length (align_corners uses the lengths).
+     * Both targets' calls take the size (aclnnUpsampleBilinear2d's rule passes its
+     * scales as 0.0: derived from the sizes), so neither may take the node then. */
+    if (exact != (double)sz[r - 2] && strcmp(ctm, "align_corners"))
       return ev_fail(c, MAP_UNSUPPORTED_ATTR,
                      "resize_size: scale %g of axis %d gives length %g, not whole: ONNX maps coordinates by the "
                      "scale, an output size maps them by the lengths' ratio", scale, r, exact);
