@@ -50,7 +50,7 @@ mg_model *cg_one_node_model(const mg_model *src, const mg_node *n, const mg_valu
     if (!bad) v->producer = k, v->producer_slot = i, k->out[i] = v;
   }
   if (!bad) {
-    memcpy(attr, n->attr, sizeof(mg_attr) * (size_t)n->n_attr);
+    if (n->n_attr) memcpy(attr, n->attr, sizeof(mg_attr) * (size_t)n->n_attr); /* n->attr may be NULL */
     k->attr = attr, k->n_attr = n->n_attr;
     k->op_type = n->op_type, k->domain = n->domain, k->opset = n->opset;
     bad = mg_graph_push_node(g, k);
