@@ -335,14 +335,35 @@ static aclnnStatus run_mean(aclOpExecutor *e) {
   return ACLNN_SUCCESS;
 }
 
+/* red[d] = 1 for each axis of dim (note: "no duplicates"; negative dims are not
+ * described); 0 or the status (reported). */
+static int reduced_dims(const char *fn, const aclTensor *self, const aclIntArray *dim, int *red) {
+  for (uint64_t k = 0; k < dim->n; k++)
+    if (dim->v[k] < 0 || dim->v[k] >= self->ndim || red[dim->v[k]]++)
+      return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "dim", 1,
+                           "element %llu is %lld; dims are 0..%d without duplicates (note: no "
+                           "duplicates; negative dims are not described)", (unsigned long long)k,
+                           (long long)dim->v[k], self->ndim - 1);
+  return 0;
+}
+
+/* out must be self with the red axes dropped, or kept as 1 (keepDim). */
+static int reduced_out(const char *fn, const aclTensor *self, const aclTensor *out, const int *red, bool keepDim) {
+  int64_t od[EMU_MAXDIM];
+  int nd = 0;
+  for (int i = 0; i < self->ndim; i++)
+    if (!red[i]) od[nd++] = self->dims[i];
+    else if (keepDim) od[nd++] = 1;
+  return emu_need_shape(fn, "out", 4, out, od, nd, keepDim ? "self with dim reduced to 1 (keepDim)"
+                        : "self without the reduced dims");
+}
+
 aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim,
                                       aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
                                       aclOpExecutor **executor) {
   static const char *fn = "aclnnMeanGetWorkspaceSize";
   aclOpExecutor *e;
-  int64_t od[EMU_MAXDIM];
-  int red[EMU_MAXDIM] = {0}, i, nd = 0;
-  uint64_t k;
+  int red[EMU_MAXDIM] = {0}, i;
   EMU_CHK(emu_phase1_outs(fn, workspaceSize, 5, executor));
   EMU_CHK(emu_need_tensor(fn, "self", 0, self, 1));
   EMU_CHK(emu_need_array(fn, "dim", 1, dim, 1));
@@ -361,18 +382,8 @@ aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor *self, const aclIntArray *
   if (dim->n == 0)
     return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "dim", 1,
                          "is empty; the note does not say what an empty dim list reduces");
-  for (k = 0; k < dim->n; k++) {
-    if (dim->v[k] < 0 || dim->v[k] >= self->ndim || red[dim->v[k]]++)
-      return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "dim", 1,
-                           "element %llu is %lld; dims are 0..%d without duplicates (note: no "
-                           "duplicates; negative dims are not described)", (unsigned long long)k,
-                           (long long)dim->v[k], self->ndim - 1);
-  }
-  for (i = 0; i < self->ndim; i++)
-    if (!red[i]) od[nd++] = self->dims[i];
-    else if (keepDim) od[nd++] = 1;
-  EMU_CHK(emu_need_shape(fn, "out", 4, out, od, nd, keepDim ? "self with dim reduced to 1 (keepDim)"
-                         : "self without the reduced dims"));
+  EMU_CHK(reduced_dims(fn, self, dim, red));
+  EMU_CHK(reduced_out(fn, self, out, red, keepDim));
   e = exec2("aclnnMean", self, out, run_mean);
   for (i = 0; i < self->ndim; i++) e->iv[i] = red[i];
   return emu_phase1_done(e, workspaceSize, executor);
@@ -387,9 +398,7 @@ aclnnStatus aclnnMeanV2GetWorkspaceSize(const aclTensor *self, const aclIntArray
                                         aclOpExecutor **executor) {
   static const char *fn = "aclnnMeanV2GetWorkspaceSize";
   aclOpExecutor *e;
-  int64_t od[EMU_MAXDIM];
-  int red[EMU_MAXDIM] = {0}, i, nd = 0;
-  uint64_t k;
+  int red[EMU_MAXDIM] = {0}, i;
   EMU_CHK(emu_phase1_outs(fn, workspaceSize, 5, executor));
   EMU_CHK(emu_need_tensor(fn, "self", 0, self, 1));
   EMU_CHK(emu_need_array(fn, "dim", 1, dim, 1));
@@ -397,18 +406,10 @@ aclnnStatus aclnnMeanV2GetWorkspaceSize(const aclTensor *self, const aclIntArray
   EMU_CHK(emu_need_dtype(fn, "self", 0, self, EMU_FLOATS, 3,
                          "the note lists no dtypes; the emulator takes FLOAT, FLOAT16, BFLOAT16"));
   EMU_CHK(emu_need_same_dtype(fn, "out", 4, out, self, "self (note: out dtype == self)"));
-  for (k = 0; k < dim->n; k++)
-    if (dim->v[k] < 0 || dim->v[k] >= self->ndim || red[dim->v[k]]++)
-      return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "dim", 1,
-                           "element %llu is %lld; dims are 0..%d without duplicates (negative dims are not "
-                           "described)", (unsigned long long)k, (long long)dim->v[k], self->ndim - 1);
+  EMU_CHK(reduced_dims(fn, self, dim, red));
   if (!dim->n) /* empty: every axis, or none (noopWithEmptyAxes) */
     for (i = 0; i < self->ndim; i++) red[i] = !noopWithEmptyAxes;
-  for (i = 0; i < self->ndim; i++)
-    if (!red[i]) od[nd++] = self->dims[i];
-    else if (keepDim) od[nd++] = 1;
-  EMU_CHK(emu_need_shape(fn, "out", 4, out, od, nd, keepDim ? "self with dim reduced to 1 (keepDim)"
-                         : "self without the reduced dims"));
+  EMU_CHK(reduced_out(fn, self, out, red, keepDim));
   e = exec2("aclnnMeanV2", self, out, run_mean);
   for (i = 0; i < self->ndim; i++) e->iv[i] = red[i];
   return emu_phase1_done(e, workspaceSize, executor);

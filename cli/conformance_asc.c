@@ -24,30 +24,6 @@ typedef struct {
   int quiet; /* set up failed: no summary line */
 } asc_conf;
 
-/* Copies src_dir's files ending in one of sfx[] into dir; 0 or -1 (reported). */
-static int copy_matching(const char *src_dir, const char *dir, const char *const *sfx, int ns, mg_diags *d) {
-  DIR *dp = opendir(src_dir);
-  if (!dp) {
-    fprintf(stderr, "migc conformance: cannot list %s (set MIGC_SOURCE_DIR to migc's source tree)\n", src_dir);
-    return -1;
-  }
-  int rc = cg_mkdirs(dir) ? -1 : 0;
-  struct dirent *e;
-  while (!rc && (e = readdir(dp))) {
-    size_t len = strlen(e->d_name);
-    int want = 0;
-    for (int k = 0; k < ns && !want; k++) {
-      size_t sl = strlen(sfx[k]);
-      want = len > sl && !strcmp(e->d_name + len - sl, sfx[k]);
-    }
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", src_dir, e->d_name);
-    if (want) rc = cg_copy_file(d, path, dir, e->d_name);
-  }
-  closedir(dp);
-  return rc;
-}
-
 /* The files every runner shares: the emulator, acl_decls.h (acl_all.h: it declares
  * everything), the CPU runtime's headers and common.c. */
 static int write_shared(const char *work, mg_diags *d) {
@@ -55,12 +31,12 @@ static int write_shared(const char *work, mg_diags *d) {
   char from[PATH_MAX], to[PATH_MAX];
   snprintf(from, sizeof from, "%s/ascend_emu", cg_source_dir());
   snprintf(to, sizeof to, "%s/emu", work);
-  if (copy_matching(from, to, emu, 2, d)) return -1;
+  if (cg_copy_matching(d, from, to, emu, 2)) return -1;
   snprintf(from, sizeof from, "%s/ascend_emu/acl_all.h", cg_source_dir());
   if (cg_copy_file(d, from, work, "acl_decls.h")) return -1;
   snprintf(from, sizeof from, "%s/runtime", cg_source_dir());
   snprintf(to, sizeof to, "%s/runtime", work);
-  if (copy_matching(from, to, headers, 1, d)) return -1;
+  if (cg_copy_matching(d, from, to, headers, 1)) return -1;
   snprintf(from, sizeof from, "%s/runtime/common.c", cg_source_dir());
   return cg_copy_file(d, from, to, "common.c");
 }

@@ -2,7 +2,6 @@
 #include "asc_internal.h"
 #include "codegen.h"
 #include "writer.h"
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,31 +410,6 @@ static char *renamed(asc_ctx *c, const char *text) {
   return r;
 }
 
-/* Copies every file of src_dir ending in one of the suffixes into dir. */
-static int copy_dir(asc_ctx *c, const char *src_dir, const char *dir, const char *const *suffixes, int ns) {
-  DIR *dp = opendir(src_dir);
-  if (!dp) {
-    mg_error(c->d, IO, src_dir, NULL, "cannot list %s (set MIGC_SOURCE_DIR to migc's source tree)", src_dir);
-    return -1;
-  }
-  int rc = cg_mkdirs(dir) ? -1 : 0;
-  struct dirent *e;
-  while (!rc && (e = readdir(dp))) {
-    size_t len = strlen(e->d_name);
-    int want = 0;
-    for (int k = 0; k < ns && !want; k++) {
-      size_t sl = strlen(suffixes[k]);
-      want = len > sl && !strcmp(e->d_name + len - sl, suffixes[k]);
-    }
-    if (!want) continue;
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", src_dir, e->d_name);
-    rc = cg_copy_file(c->d, path, dir, e->d_name);
-  }
-  closedir(dp);
-  return rc;
-}
-
 int asc_write_project(asc_ctx *c, const char *dir) {
   if (cg_mkdirs(dir)) {
     mg_error(c->d, IO, dir, NULL, "cannot create %s", dir);
@@ -477,10 +451,10 @@ int asc_write_project(asc_ctx *c, const char *dir) {
   static const char *const headers[] = {".h"}, *const emu_files[] = {".c", ".h"};
   if (cg_copy_file(c->d, from, dir, "main.c")) return -1;
   snprintf(from, sizeof from, "%s/runtime", cg_source_dir());
-  if (copy_dir(c, from, to, headers, 1)) return -1;
+  if (cg_copy_matching(c->d, from, to, headers, 1)) return -1;
   snprintf(from, sizeof from, "%s/runtime/common.c", cg_source_dir());
   if (cg_copy_file(c->d, from, to, "common.c")) return -1;
   snprintf(from, sizeof from, "%s/ascend_emu", cg_source_dir());
   snprintf(to, sizeof to, "%s/emu", dir);
-  return copy_dir(c, from, to, emu_files, 2);
+  return cg_copy_matching(c->d, from, to, emu_files, 2);
 }

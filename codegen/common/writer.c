@@ -3,6 +3,7 @@
  * file under a final name. */
 #include "writer.h"
 #include "tmpfiles.h"
+#include <dirent.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,4 +88,32 @@ int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name
     return -1;
   }
   return cg_copy_stream(d, in, src, dir, name);
+}
+
+int cg_copy_matching(mg_diags *d, const char *src_dir, const char *dir, const char *const *suffixes, int n) {
+  DIR *dp = opendir(src_dir);
+  if (!dp) {
+    mg_error(d, IO, src_dir, NULL, "cannot list %s (set MIGC_SOURCE_DIR to migc's source tree)", src_dir);
+    return -1;
+  }
+  int rc = 0;
+  if (cg_mkdirs(dir)) {
+    mg_error(d, IO, dir, NULL, "cannot create %s", dir);
+    rc = -1;
+  }
+  struct dirent *e;
+  while (!rc && (e = readdir(dp))) {
+    size_t len = strlen(e->d_name);
+    int want = 0;
+    for (int k = 0; k < n && !want; k++) {
+      size_t sl = strlen(suffixes[k]);
+      want = len > sl && !strcmp(e->d_name + len - sl, suffixes[k]);
+    }
+    if (!want) continue;
+    char path[4096 + 256];
+    snprintf(path, sizeof path, "%s/%s", src_dir, e->d_name);
+    rc = cg_copy_file(d, path, dir, e->d_name);
+  }
+  closedir(dp);
+  return rc;
 }

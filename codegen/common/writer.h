@@ -21,4 +21,7 @@ int cg_write_text(mg_diags *d, const char *dir, const char *name, const char *te
 int cg_copy_stream(mg_diags *d, FILE *in, const char *src, const char *dir, const char *name);
 /* dir/name := a copy of the file src, atomically. 0, or -1 with a diagnostic. */
 int cg_copy_file(mg_diags *d, const char *src, const char *dir, const char *name);
+/* Copies every file of src_dir whose name ends in one of suffixes[0..n) into dir
+ * (made when missing), each as cg_copy_file does. 0, or -1 with a diagnostic. */
+int cg_copy_matching(mg_diags *d, const char *src_dir, const char *dir, const char *const *suffixes, int n);
 #endif
