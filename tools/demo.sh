@@ -9,9 +9,10 @@ rm -rf "$out"
 echo "== migc inspect samples/tiny_cnn.onnx (default torch export, dynamic batch)"
 "$BUILD/migc" inspect samples/tiny_cnn.onnx
 echo
-echo "== migc convert: C for CPUs, a MindSpore checkpoint with MindSpore names, a coverage report"
-"$BUILD/migc" convert samples/tiny_cnn.onnx --weights samples/tiny_cnn.pth --input-shape input=1x3x32x32 -o "$out"
-ls -l "$out" "$out/cpu"
+echo "== migc convert: C for CPUs, a MindSpore checkpoint and net.py, an aclnn program for Ascend, a coverage report"
+"$BUILD/migc" convert samples/tiny_cnn.onnx --weights samples/tiny_cnn.pth --input-shape input=1x3x32x32 \
+  --target cpu,mindspore,ascend -o "$out"
+ls -l "$out" "$out/cpu" "$out/ascend"
 echo
 echo "== make -C $out/cpu (C99, builds anywhere; runtime kernels copied in)"
 make -s -C "$out/cpu"
@@ -23,6 +24,11 @@ echo
 echo "== the reference interpreter on the same input"
 "$BUILD/migc" run samples/tiny_cnn.onnx --input input=samples/tiny_cnn_input.npy --output-dir "$out/interp"
 "$BUILD/tests/npycmp" "$out/interp/logits.npy" samples/tiny_cnn_logits.npy
+echo
+echo "== the Ascend program, built against the aclnn emulator (make emu; on CANN: cmake)"
+make -s -C "$out/ascend" emu
+"$out/ascend/runner" --input input=samples/tiny_cnn_input.npy --output-dir "$out/ascend-run"
+"$BUILD/tests/npycmp" "$out/ascend-run/logits.npy" samples/tiny_cnn_logits.npy
 echo
 echo "== the checkpoint, as MindSpore will load it"
 "$BUILD/migc" ckpt dump "$out/model.ckpt"
