@@ -1,4 +1,4 @@
-/* aclnnGatherV2 and aclnnUpsampleBilinear2d, from their aclnn-api.json entries. */
+/* aclnnGatherV2, aclnnUpsampleBilinear2d and aclnnPrelu, from their aclnn-api.json entries. */
 #include "emu_internal.h"
 #include <math.h>
 #include <stdlib.h>
@@ -142,3 +142,51 @@ aclnnStatus aclnnUpsampleBilinear2dGetWorkspaceSize(const aclTensor *self, const
   return emu_phase1_done(e, workspaceSize, executor);
 }
 EMU_PHASE2(aclnnUpsampleBilinear2d)
+
+/* ===== aclnnPrelu ================================================================
+ * note: "ONNX PRelu: out = max(0,x) + weight*min(0,x). weight element count must be
+ * 1 or equal to channels (channels = self.shape[1] for rank>1, else 1) - i.e.
+ * per-channel on dim 1 only ... self/weight/out FLOAT,FLOAT16,BFLOAT16 ...; out same
+ * shape as self; 0-8 D ND." The weight's own dtype is not stated: the emulator takes
+ * self's. */
+static aclnnStatus run_prelu(aclOpExecutor *e) {
+  aclTensor *x = e->t[0];
+  int64_t C = e->iv[0], inner = 1, n = emu_numel(x), i;
+  int d;
+  for (d = 2; d < x->ndim; d++) inner *= x->dims[d];
+  double *X = emu_load(x), *W = emu_load(e->t[1]);
+  for (i = 0; i < n; i++) {
+    double w = C == 1 ? W[0] : W[(i / (inner ? inner : 1)) % C];
+    X[i] = fmax(0.0, X[i]) + w * fmin(0.0, X[i]);
+  }
+  emu_store(e->t[2], X);
+  free(X), free(W);
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnPreluGetWorkspaceSize(const aclTensor *self, const aclTensor *weight, aclTensor *out,
+                                       uint64_t *workspaceSize, aclOpExecutor **executor) {
+  static const char *fn = "aclnnPreluGetWorkspaceSize";
+  aclOpExecutor *e;
+  int64_t channels, count;
+  EMU_CHK(emu_phase1_outs(fn, workspaceSize, 3, executor));
+  EMU_CHK(emu_need_tensor(fn, "self", 0, self, 1));
+  EMU_CHK(emu_need_tensor(fn, "weight", 1, weight, 1));
+  EMU_CHK(emu_need_tensor(fn, "out", 2, out, 1));
+  EMU_CHK(emu_need_dtype(fn, "self", 0, self, EMU_FLOATS, 3, "aclnnPrelu note: FLOAT,FLOAT16,BFLOAT16"));
+  EMU_CHK(emu_need_rank(fn, "self", 0, self, 0, 8, "aclnnPrelu note: 0-8 D"));
+  EMU_CHK(emu_need_same_dtype(fn, "weight", 1, weight, self, "self"));
+  EMU_CHK(emu_need_same_dtype(fn, "out", 2, out, self, "self"));
+  EMU_CHK(emu_need_shape(fn, "out", 2, out, self->dims, self->ndim, "note: out same shape as self"));
+  channels = self->ndim > 1 ? self->dims[1] : 1;
+  count = emu_numel(weight);
+  if (count != 1 && count != channels)
+    return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "weight", 1,
+                         "has %lld elements; the note requires 1 or the channel count %lld (self.shape[1])",
+                         (long long)count, (long long)channels);
+  e = emu_exec_new("aclnnPrelu", 0, run_prelu);
+  e->t[0] = (aclTensor *)self, e->t[1] = (aclTensor *)weight, e->t[2] = out, e->nt = 3;
+  e->iv[0] = count;
+  return emu_phase1_done(e, workspaceSize, executor);
+}
+EMU_PHASE2(aclnnPrelu)

@@ -1,4 +1,4 @@
-/* aclnn normalisation (BatchNorm, LayerNorm), Softmax, Matmul, Gemm and Dropout of
+/* aclnn normalisation (BatchNorm, LayerNorm, GroupNorm), Softmax, Matmul, Gemm and Dropout of
  * the strict emulator. Facts: ../shared/aclnn-api.json, Atlas A2/A3 column. */
 #include <math.h>
 #include <stdio.h>
@@ -455,3 +455,94 @@ aclnnStatus aclnnDropoutGetWorkspaceSize(const aclTensor *input, double p, bool 
   return emu_phase1_done(e, workspaceSize, executor);
 }
 EMU_PHASE2(aclnnDropout)
+
+/* ===== aclnnGroupNorm ============================================================
+ * note: "caller passes N, C, HxW (product of dims after C, 1 if none), group (>0,
+ * C % group == 0), eps (>0). gamma/beta 1-D length C, same dtype as self. meanOut
+ * and rstdOut are REQUIRED (src CheckNotNull4Tensor) with shape (N, group) and
+ * self's dtype. FLOAT32,FLOAT16,BFLOAT16; 2-8 dims." Each group's C/group x HxW
+ * elements are normalised with their mean and biased variance, then scaled and
+ * shifted per channel (GroupNorm's definition). */
+static aclnnStatus run_gn(aclOpExecutor *e) {
+  aclTensor *x = e->t[0];
+  int64_t N = e->iv[0], C = e->iv[1], HW = e->iv[2], G = e->iv[3], per = C / G * HW, n, g, i;
+  double *X = emu_load(x), *W = emu_load(e->t[1]), *B = emu_load(e->t[2]);
+  double *M = emu_xmalloc(sizeof *M * (size_t)(N * G)), *R = emu_xmalloc(sizeof *R * (size_t)(N * G));
+  for (n = 0; n < N; n++)
+    for (g = 0; g < G; g++) {
+      double *p = X + (n * G + g) * per, mean = 0, var = 0;
+      for (i = 0; i < per; i++) mean += p[i];
+      mean /= (double)(per ? per : 1);
+      for (i = 0; i < per; i++) var += (p[i] - mean) * (p[i] - mean);
+      var /= (double)(per ? per : 1);
+      double rstd = 1.0 / sqrt(var + e->dv[0]);
+      M[n * G + g] = mean, R[n * G + g] = rstd;
+      for (i = 0; i < per; i++) {
+        int64_t c = g * (C / G) + i / (HW ? HW : 1);
+        p[i] = (p[i] - mean) * rstd * W[c] + B[c];
+      }
+    }
+  emu_store(e->t[3], X);
+  emu_store(e->t[4], M);
+  emu_store(e->t[5], R);
+  free(X), free(W), free(B), free(M), free(R);
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self, const aclTensor *gamma, const aclTensor *beta,
+                                           int64_t N, int64_t C, int64_t HxW, int64_t group, double eps,
+                                           aclTensor *out, aclTensor *meanOut, aclTensor *rstdOut,
+                                           uint64_t *workspaceSize, aclOpExecutor **executor) {
+  static const char *fn = "aclnnGroupNormGetWorkspaceSize";
+  aclOpExecutor *e;
+  int64_t hw = 1, stats[2];
+  int i;
+  EMU_CHK(emu_phase1_outs(fn, workspaceSize, 11, executor));
+  EMU_CHK(emu_need_tensor(fn, "self", 0, self, 1));
+  /* the note names gamma/beta's shape and dtype and no default for them */
+  EMU_CHK(emu_need_tensor(fn, "gamma", 1, gamma, 1));
+  EMU_CHK(emu_need_tensor(fn, "beta", 2, beta, 1));
+  EMU_CHK(emu_need_tensor(fn, "out", 8, out, 1));
+  /* note: "meanOut and rstdOut are REQUIRED (src CheckNotNull4Tensor)" */
+  EMU_CHK(emu_need_tensor(fn, "meanOut", 9, meanOut, 1));
+  EMU_CHK(emu_need_tensor(fn, "rstdOut", 10, rstdOut, 1));
+  EMU_CHK(emu_need_dtype(fn, "self", 0, self, EMU_FLOATS, 3, "aclnnGroupNorm note: FLOAT32,FLOAT16,BFLOAT16"));
+  EMU_CHK(emu_need_rank(fn, "self", 0, self, 2, 8, "aclnnGroupNorm note: 2-8 dims"));
+  if (N != self->dims[0])
+    return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "N", 3, "is %lld but self's dim 0 is %lld", (long long)N,
+                         (long long)self->dims[0]);
+  if (C != self->dims[1])
+    return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "C", 4, "is %lld but self's dim 1 is %lld", (long long)C,
+                         (long long)self->dims[1]);
+  for (i = 2; i < self->ndim; i++) hw *= self->dims[i];
+  if (HxW != hw)
+    return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "HxW", 5,
+                         "is %lld but the product of self's dims after C is %lld (note: HxW = product of "
+                         "dims after C, 1 if none)", (long long)HxW, (long long)hw);
+  if (group <= 0 || C % group)
+    return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "group", 6,
+                         "is %lld; the note requires group > 0 and C %% group == 0 (C = %lld)", (long long)group,
+                         (long long)C);
+  if (!(eps > 0) || !isfinite(eps))
+    return emu_arg_error(ACLNN_ERR_PARAM_INVALID, fn, "eps", 7, "is %g; the note requires eps > 0", eps);
+  /* note: "gamma/beta 1-D length C, same dtype as self" */
+  EMU_CHK(emu_need_shape(fn, "gamma", 1, gamma, &C, 1, "note: 1-D length C"));
+  EMU_CHK(emu_need_same_dtype(fn, "gamma", 1, gamma, self, "self"));
+  EMU_CHK(emu_need_shape(fn, "beta", 2, beta, &C, 1, "note: 1-D length C"));
+  EMU_CHK(emu_need_same_dtype(fn, "beta", 2, beta, self, "self"));
+  EMU_CHK(emu_need_same_dtype(fn, "out", 8, out, self, "self"));
+  EMU_CHK(emu_need_shape(fn, "out", 8, out, self->dims, self->ndim, "self's shape"));
+  /* note: "with shape (N, group) and self's dtype" */
+  stats[0] = N, stats[1] = group;
+  EMU_CHK(emu_need_shape(fn, "meanOut", 9, meanOut, stats, 2, "note: (N, group)"));
+  EMU_CHK(emu_need_same_dtype(fn, "meanOut", 9, meanOut, self, "self"));
+  EMU_CHK(emu_need_shape(fn, "rstdOut", 10, rstdOut, stats, 2, "note: (N, group)"));
+  EMU_CHK(emu_need_same_dtype(fn, "rstdOut", 10, rstdOut, self, "self"));
+  e = emu_exec_new("aclnnGroupNorm", 256, run_gn);
+  e->t[0] = (aclTensor *)self, e->t[1] = (aclTensor *)gamma, e->t[2] = (aclTensor *)beta;
+  e->t[3] = out, e->t[4] = meanOut, e->t[5] = rstdOut, e->nt = 6;
+  e->iv[0] = N, e->iv[1] = C, e->iv[2] = HxW, e->iv[3] = group;
+  e->dv[0] = eps;
+  return emu_phase1_done(e, workspaceSize, executor);
+}
+EMU_PHASE2(aclnnGroupNorm)

@@ -507,6 +507,59 @@ int ev_dropout_mask_scratch(ev_ctx *c, int argc, const map_value *argv, map_valu
   return 0;
 }
 
+/* aclnnPrelu's weight (aclnn-api.json aclnnPreluGetWorkspaceSize: "weight element
+ * count must be 1 or equal to channels (channels = self.shape[1] for rank>1, else
+ * 1) - i.e. per-channel on dim 1 only; ONNX slopes that broadcast differently ...
+ * need aclnnMul/aclnnMaximum decomposition"): the slope viewed 1-D, when it is one
+ * element or per channel on dim 1 as ONNX broadcasts it (right-aligned). */
+int ev_prelu_weight(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  (void)argc, (void)argv;
+  int64_t xd[MG_MAX_RANK], sd[MG_MAX_RANK], numel = 1;
+  int xr, sr;
+  const mg_value *x = ev_need_in(c, 0, "prelu_weight"), *s = ev_need_in(c, 1, "prelu_weight");
+  if (!x || !s || ev_static_dims(c, x, "prelu_weight", xd, &xr) || ev_static_dims(c, s, "prelu_weight", sd, &sr))
+    return -1;
+  for (int k = 0; k < sr; k++) numel *= sd[k];
+  if (numel != 1) {
+    int channel_axis = sr - (xr - 1); /* the slope's axis that lines up with input dim 1 */
+    if (xr < 2 || channel_axis < 0 || sd[channel_axis] != xd[1])
+      return ev_fail(c, MAP_UNSUPPORTED_ATTR, "prelu_weight: a slope of shape other than per channel on dim 1 "
+                                             "(aclnnPrelu's weight is 1 or C elements)");
+    for (int k = 0; k < sr; k++)
+      if (k != channel_axis && sd[k] != 1)
+        return ev_fail(c, MAP_UNSUPPORTED_ATTR, "prelu_weight: the slope varies along more than the channel axis");
+  }
+  ev_set_ref(out, MAP_REF_INPUT, 1, s);
+  return ev_set_view(c, &out->ref, 1, &numel, NULL, 0);
+}
+
+int ev_spatial_numel(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  (void)argc, (void)argv;
+  int64_t d[MG_MAX_RANK], numel = 1;
+  int r;
+  const mg_value *x = ev_need_in(c, 0, "spatial_numel");
+  if (!x || ev_static_dims(c, x, "spatial_numel", d, &r)) return -1;
+  for (int k = 2; k < r; k++) numel *= d[k];
+  ev_set_int(out, numel);
+  return 0;
+}
+
+/* aclnnGroupNorm's meanOut and rstdOut (aclnn-api.json
+ * aclnnGroupNormGetWorkspaceSize: "REQUIRED ... with shape (N, group) and self's
+ * dtype"), with group = C: scratch the program never reads. */
+int ev_group_stats_scratch(ev_ctx *c, int argc, const map_value *argv, map_value *out) {
+  (void)argc, (void)argv;
+  int64_t d[MG_MAX_RANK];
+  int r;
+  const mg_value *x = ev_need_in(c, 0, "group_stats_scratch");
+  if (!x || ev_static_dims(c, x, "group_stats_scratch", d, &r)) return -1;
+  if (r < 2) return ev_fail(c, MAP_UNSUPPORTED_ATTR, "group_stats_scratch: input of rank %d has no channel axis", r);
+  ev_set_ref(out, MAP_REF_SCRATCH, -1, NULL);
+  out->ref.dtype = x->dtype;
+  out->ref.scratch_bytes = (size_t)(d[0] * d[1]) * mg_dtype_size(x->dtype);
+  return ev_set_view(c, &out->ref, 2, d, NULL, 0);
+}
+
 /* lstm_gates_iofc_to_ifgo(X, D[, P]): a transform the weight writer applies; None
  * when X is an omitted input. */
 int ev_lstm_gates_iofc_to_ifgo(ev_ctx *c, int argc, const map_value *argv, map_value *out) {

@@ -7,7 +7,10 @@
  * acl_facts.inc: one row per declaration, ACL_DECL(KIND, "name", "C text"), KIND
  * TYPE (a typedef), ENUM (an enum type of named values) or FN (a prototype); the
  * Ascend emitter writes every TYPE and ENUM row and the FN rows a model calls into
- * its acl_decls.h. acl_all.h: every row, the aclnn emulator's own header. Values of
+ * its acl_decls.h. NONCONTIG rows (acl_facts.inc only) name the phase-1 functions
+ * whose note documents that their inputs may be non-contiguous, with the note's
+ * words: the emitter passes strided views (Transpose, Slice) to those alone.
+ * acl_all.h: every other row, the aclnn emulator's own header. Values of
  * the table's pseudo-enums (an int8_t cubeMathType, "none(erf)") are not C names
  * and are written as comments only. Exit 0, or 1 with a message. */
 #include <ctype.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct {
   char *s;
@@ -57,6 +61,20 @@ static void row(buf *inc, buf *hdr, const char *kind, const char *name, const ch
   put_escaped(inc, text);
   put(inc, "\")\n");
   put(hdr, "%s\n", text);
+}
+
+/* The words of a note that document non-contiguous inputs as accepted, or NULL.
+ * "Most ops are documented to accept non-contiguous inputs" (conventions) is not a
+ * per-function fact; only a function's own note is taken. */
+static const char *noncontig_words(const char *note) {
+  static const char *const accepted[] = {"non-contiguous inputs allowed", "non-contiguous inputs ok",
+                                         "non-contiguous ok", "both may be non-contiguous"};
+  for (size_t i = 0; note && i < sizeof accepted / sizeof accepted[0]; i++) {
+    size_t n = strlen(accepted[i]);
+    for (const char *p = note; *p; p++)
+      if (!strncasecmp(p, accepted[i], n)) return accepted[i];
+  }
+  return NULL;
 }
 
 static int write_file(const char *path, const buf *b) {
@@ -144,6 +162,12 @@ int main(int argc, char **argv) {
     }
     put(&t, "%s);", json_array_size(params) ? "" : "void");
     row(&inc, &hdr, "FN", name, t.s);
+    const char *words = noncontig_words(json_string_value(json_object_get(v, "notes")));
+    if (words) {
+      put(&inc, "ACL_DECL(NONCONTIG, \"%s\", \"", name);
+      put_escaped(&inc, words);
+      put(&inc, "\")\n");
+    }
   }
   put(&hdr, "\n#endif\n");
   json_decref(root);

@@ -2,6 +2,7 @@
  * buffer, and the arena of intermediates planned by liveness. */
 #include "asc_internal.h"
 #include "plan.h"
+#include <stdio.h>
 #include <string.h>
 
 /* aclCreateTensor's tensorData must be 32-byte aligned (aclnn-api.json
@@ -53,13 +54,107 @@ static int is_view(asc_ctx *c, const mg_node *n) {
   return fn && !strcmp(fn, "aclCreateTensor") && n->n_in > 0 && n->in[0] && n->n_out > 0 && n->out[0];
 }
 
+const asc_layout *asc_strided_layout(const asc_ctx *c, int id) {
+  return id >= 0 && id < c->n_layout ? c->layout[id] : NULL;
+}
+
+/* Whether every reader of v takes it in place as a strided view: an aclnn call whose
+ * fact-table note documents non-contiguous inputs (aclnn-api.json
+ * conventions.views_no_reshape_op: "Most ops are documented to accept non-contiguous
+ * inputs ... to materialise a view use aclnnInplaceCopy or aclnnPermute/aclnnSlice";
+ * only the functions whose own note says so are taken), reading v whole as an input.
+ * A graph output, a view op (Reshape needs dense input) or a host fallback reader
+ * (its copies are dense) needs the materialised copy. */
+static int readers_take_strides(asc_ctx *c, const mg_value *v) {
+  const mg_graph *g = c->m->graph;
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return 0;
+  int readers = 0;
+  for (int j = 0; j < g->n_nodes; j++) {
+    const mg_node *n = g->nodes[j];
+    int reads = 0;
+    for (int k = 0; k < n->n_in; k++) reads |= n->in[k] == v;
+    if (!reads) continue;
+    readers++;
+    map_plan *p = map_node_plan(n, c->rs, &c->a);
+    if (!p) { c->failed = 1; return 0; }
+    const char *fn = p->status == MAP_SUPPORTED && p->rule ? rule_call(p->rule) : NULL;
+    char ws_fn[160];
+    if (!fn || snprintf(ws_fn, sizeof ws_fn, "%sGetWorkspaceSize", fn) >= (int)sizeof ws_fn ||
+        !asc_fact_find(ASC_FACT_NONCONTIG, ws_fn))
+      return 0;
+    int taken = 0;
+    for (int i = 0; i < p->n_args; i++) {
+      const map_value *a = &p->args[i].value;
+      if (a->kind == MV_TENSORS)
+        for (int r = 0; r < a->n; r++)
+          if (a->refs[r].v == v) return 0; /* a list member: aclTensorList notes say nothing */
+      if (a->kind != MV_TENSOR || a->ref.v != v) continue;
+      if (a->ref.role != MAP_REF_INPUT || a->ref.view_rank >= 0) return 0;
+      taken = 1;
+    }
+    if (!taken) return 0;
+  }
+  return readers > 0;
+}
+
+/* Node n's output as a strided view of its input's buffer (*l), when n is a
+ * Transpose or a Slice with non-negative strides of a dense, static input and its
+ * readers take strides. 1 when it is, else 0. */
+static int strided_view(asc_ctx *c, const mg_node *n, asc_layout *l) {
+  if ((n->op != MG_OP_Transpose && n->op != MG_OP_Slice) || n->n_out < 1 || !n->out[0] || n->n_in < 1 ||
+      !n->in[0] || asc_strided_layout(c, n->in[0]->id) || !mg_shape_is_static(&n->in[0]->shape) ||
+      !mg_shape_is_static(&n->out[0]->shape) || n->out[0]->data)
+    return 0;
+  map_plan *p = map_node_plan(n, c->rs, &c->a);
+  if (!p) { c->failed = 1; return 0; }
+  if (p->status != MAP_SUPPORTED || !p->rule) return 0;
+  const mg_shape *in = &n->in[0]->shape;
+  int64_t dense[MG_MAX_RANK], s = 1;
+  for (int k = in->rank - 1; k >= 0; k--) dense[k] = s, s *= in->d[k].v;
+  memset(l, 0, sizeof *l);
+  for (int i = 0; i < p->n_args; i++) {
+    const map_value *a = &p->args[i].value;
+    if (n->op == MG_OP_Transpose && !strcmp(p->args[i].name, "dims") && a->kind == MV_INTS && a->n == in->rank) {
+      l->rank = a->n;
+      for (int k = 0; k < a->n; k++) {
+        if (a->ints[k] < 0 || a->ints[k] >= in->rank) return 0;
+        l->dims[k] = in->d[a->ints[k]].v, l->strides[k] = dense[a->ints[k]];
+      }
+      return readers_take_strides(c, n->out[0]);
+    }
+    if (n->op == MG_OP_Slice && a->kind == MV_TENSOR && a->ref.v == n->in[0] && a->ref.view_rank >= 0) {
+      const map_ref *r = &a->ref; /* the rule's slice_view: offset and scaled strides */
+      l->rank = r->view_rank, l->offset = r->view_offset;
+      for (int k = 0; k < r->view_rank; k++) {
+        if (r->view_strides[k] < 0) return 0;
+        l->dims[k] = r->view_dims[k], l->strides[k] = r->view_strides[k];
+      }
+      return readers_take_strides(c, n->out[0]);
+    }
+  }
+  return 0;
+}
+
 int asc_plan_buffers(asc_ctx *c) {
   mg_graph *g = c->m->graph;
   for (int i = 0; i < g->n_values; i++)
     if (add_value(c, g->values[i]) != i) return -1;
+  c->layout = mg_arena_alloc(&c->a, sizeof *c->layout * (size_t)(g->n_values + 1));
+  if (!c->layout) { c->failed = 1; return -1; }
+  memset(c->layout, 0, sizeof *c->layout * (size_t)(g->n_values + 1));
+  c->n_layout = g->n_values;
   for (int i = 0; i < g->n_nodes && !c->failed; i++) {
     const mg_node *n = g->nodes[i];
+    asc_layout l;
     if (is_view(c, n)) c->root[n->out[0]->id] = c->root[n->in[0]->id];
+    else if (strided_view(c, n, &l)) {
+      asc_layout *kept = mg_arena_alloc(&c->a, sizeof *kept);
+      if (!kept) { c->failed = 1; break; }
+      *kept = l;
+      c->layout[n->out[0]->id] = kept;
+      c->root[n->out[0]->id] = c->root[n->in[0]->id];
+    }
   }
   for (int k = 0; k < g->n_inputs; k++) c->loc[g->inputs[k]->id] = (asc_loc){LOC_INPUT, 0, k};
   /* constants: the weights buffer, in value order */
@@ -122,8 +217,14 @@ int asc_scratch_value(asc_ctx *c, const mg_node *n, const map_ref *r) {
   mg_value *v = mg_arena_alloc(&c->a, sizeof *v);
   asc_scratch *s = mg_arena_alloc(&c->a, sizeof *s);
   if (!v || !s) return -1;
-  v->name = "scratch", v->kind = MG_V_NODE, v->dtype = MG_U8, v->shape.rank = 1, v->id = -1;
-  v->shape.d[0].v = (int64_t)(r->scratch_bytes ? r->scratch_bytes : 1);
+  v->name = "scratch", v->kind = MG_V_NODE, v->id = -1;
+  if (r->view_rank >= 0 && r->view_rank <= MG_MAX_RANK) { /* typed: the call checks its dtype and shape */
+    v->dtype = r->dtype, v->shape.rank = r->view_rank;
+    for (int k = 0; k < r->view_rank; k++) v->shape.d[k].v = r->view_dims[k];
+  } else {
+    v->dtype = MG_U8, v->shape.rank = 1;
+    v->shape.d[0].v = (int64_t)(r->scratch_bytes ? r->scratch_bytes : 1);
+  }
   int id = add_value(c, v);
   if (id < 0) return -1;
   v->id = id;

@@ -5,6 +5,19 @@
 #include "ascend.h"
 #include "text.h"
 
+/* One row of the fact table's C declarations (tools/gen_acl_facts): a typedef, an
+ * enum, a prototype, or (NONCONTIG) a phase-1 function whose note documents
+ * non-contiguous inputs as accepted, text holding the note's words. */
+typedef enum { ASC_FACT_TYPE, ASC_FACT_ENUM, ASC_FACT_FN, ASC_FACT_NONCONTIG } asc_fact_kind;
+typedef struct {
+  asc_fact_kind kind;
+  const char *name, *text;
+} asc_fact;
+extern const asc_fact asc_facts[];
+extern const int asc_n_facts;
+/* The row of that kind and name, or NULL. */
+const asc_fact *asc_fact_find(asc_fact_kind kind, const char *name);
+
 /* The status a generated model reports for a create call that returned NULL. */
 enum { ACL_EMIT_NULL = -1 };
 
@@ -14,6 +27,13 @@ typedef struct {
   size_t offset;  /* ARENA, WEIGHTS: bytes from the buffer's start */
   int index;      /* INPUT: the graph input */
 } asc_loc;
+
+/* Where a strided view's elements lie in its root's buffer (aclCreateTensor's
+ * viewDims, stride and offset, in elements). */
+typedef struct {
+  int rank;
+  int64_t dims[MG_MAX_RANK], strides[MG_MAX_RANK], offset;
+} asc_layout;
 
 typedef struct {
   mg_model *m;
@@ -29,8 +49,12 @@ typedef struct {
   int n_vals, cap_vals;
   int *root;                   /* the value whose buffer it is (a view's input's) */
   asc_loc *loc;                /* by root */
+  asc_layout **layout;         /* by graph value: a Transpose's or Slice's output read in
+                                  place (a strided view of its root); NULL: dense */
+  int n_layout;
   size_t arena_bytes, weights_bytes;
   struct asc_scratch *scratch; /* scratch buffers placed after the planned arena */
+  int n_strided_views;         /* Transposes and Slices that are views, not copies */
   int n_tensors, n_arrays, n_scalars, n_lists, n_execs;
   int *in_list;                /* by tensor: 1 + the tensor list it is a member of (destroyed
                                   with it), or 0 */
@@ -56,10 +80,13 @@ int asc_fn_param_type(const char *fn, int pos, char *type, size_t n);
  * buffer), node outputs (the arena, planned by liveness), views (their input's
  * buffer). 0, or -1 (recorded). */
 int asc_plan_buffers(asc_ctx *c);
+/* The layout of value id when it is a strided view of its root's buffer, or NULL. */
+const asc_layout *asc_strided_layout(const asc_ctx *c, int id);
 /* A zero tensor of the ref's dtype and view dims, in the weights buffer; its id. */
 int asc_zeros_value(asc_ctx *c, const map_ref *r);
-/* A scratch buffer of r->scratch_bytes for node n (a UINT8 tensor), in the arena
- * past the planned part; its id. */
+/* A scratch buffer for node n, in the arena past the planned part: a tensor of
+ * r->dtype and the view's dims when the ref has a view, else r->scratch_bytes of
+ * UINT8; its id. */
 int asc_scratch_value(asc_ctx *c, const mg_node *n, const map_ref *r);
 /* Records that node n cannot be emitted: an unsupported diagnostic. */
 void asc_unsupported(asc_ctx *c, const mg_node *n, const char *why);

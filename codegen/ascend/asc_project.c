@@ -7,16 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { FACT_TYPE, FACT_ENUM, FACT_FN } fact_kind;
-static const struct {
-  fact_kind kind;
-  const char *name, *text;
-} facts[] = {
-#define ACL_DECL(K, N, T) {FACT_##K, N, T},
-#include "acl_facts.inc"
-#undef ACL_DECL
-};
-
 /* What every program calls (init, copies, objects, teardown). */
 static const char *const base_fns[] = {
     "aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclrtCreateStream", "aclrtDestroyStream",
@@ -62,15 +52,16 @@ static void write_decls(asc_ctx *c, cg_buf *b) {
                    " * in C (CANN's own headers are C++-only and are never copied). */\n"
                    "#ifndef ACL_DECLS_H\n#define ACL_DECLS_H\n#include <stdbool.h>\n#include <stddef.h>\n"
                    "#include <stdint.h>\n\n");
-  for (size_t i = 0; i < sizeof facts / sizeof facts[0]; i++)
-    if (facts[i].kind != FACT_FN) cg_buf_printf(b, "%s\n", facts[i].text);
+  for (int i = 0; i < asc_n_facts; i++)
+    if (asc_facts[i].kind == ASC_FACT_TYPE || asc_facts[i].kind == ASC_FACT_ENUM)
+      cg_buf_printf(b, "%s\n", asc_facts[i].text);
   cg_buf_printf(b, "\n");
-  for (size_t i = 0; i < sizeof facts / sizeof facts[0]; i++) {
-    if (facts[i].kind != FACT_FN) continue;
+  for (int i = 0; i < asc_n_facts; i++) {
+    if (asc_facts[i].kind != ASC_FACT_FN) continue;
     int used = 0;
-    for (size_t k = 0; k < sizeof base_fns / sizeof base_fns[0] && !used; k++) used = !strcmp(base_fns[k], facts[i].name);
-    for (int k = 0; k < c->n_fns && !used; k++) used = !strcmp(c->fns[k], facts[i].name);
-    if (used) cg_buf_printf(b, "%s\n", facts[i].text);
+    for (size_t k = 0; k < sizeof base_fns / sizeof base_fns[0] && !used; k++) used = !strcmp(base_fns[k], asc_facts[i].name);
+    for (int k = 0; k < c->n_fns && !used; k++) used = !strcmp(c->fns[k], asc_facts[i].name);
+    if (used) cg_buf_printf(b, "%s\n", asc_facts[i].text);
   }
   cg_buf_printf(b, "\n#endif\n");
 }

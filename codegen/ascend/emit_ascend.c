@@ -14,26 +14,10 @@
 
 /* ---------- the fact table's declarations (codegen/ascend/acl_facts.inc) ---------- */
 
-typedef enum { FACT_TYPE, FACT_ENUM, FACT_FN } fact_kind;
-typedef struct {
-  fact_kind kind;
-  const char *name, *text;
-} acl_fact;
-static const acl_fact acl_facts[] = {
-#define ACL_DECL(K, N, T) {FACT_##K, N, T},
-#include "acl_facts.inc"
-#undef ACL_DECL
-};
-enum { N_FACTS = sizeof acl_facts / sizeof acl_facts[0] };
-
-static const acl_fact *fact_fn(const char *name) {
-  for (int i = 0; i < N_FACTS; i++)
-    if (acl_facts[i].kind == FACT_FN && !strcmp(acl_facts[i].name, name)) return &acl_facts[i];
-  return NULL;
-}
+static const asc_fact *fact_fn(const char *name) { return asc_fact_find(ASC_FACT_FN, name); }
 
 int asc_fn_param_type(const char *fn, int pos, char *type, size_t n) {
-  const acl_fact *f = fact_fn(fn);
+  const asc_fact *f = fact_fn(fn);
   const char *p = f ? strchr(f->text, '(') : NULL;
   for (int k = 0; p && k < pos; k++) p = strstr(p + 1, ", ");
   if (!p) return -1;
@@ -162,6 +146,10 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
     }
     if (!r->v || r->role == MAP_REF_DATA) { *why = "a tensor argument the program cannot pass"; return NULL; }
     if (c->loc[c->root[r->v->id]].kind == LOC_NONE) { *why = no_buffer(c, r->v); return NULL; }
+    const asc_layout *l = asc_strided_layout(c, r->v->id);
+    if (l && r->view_rank < 0) /* a Transpose or Slice read in place: a view of its root */
+      return dupf(c, "m->t[%d]", new_tensor(c, fn, c->vals[c->root[r->v->id]], l->rank, l->dims, l->strides,
+                                           l->offset, r->v->dtype));
     return dupf(c, "m->t[%d]", new_tensor(c, fn, r->v, r->view_rank, r->view_dims, r->view_strides, r->view_offset,
                                          r->v->dtype));
   }
@@ -297,6 +285,12 @@ static void emit_node(asc_ctx *c, const mg_node *n) {
   const char *fn = p->rule ? rule_call(p->rule) : NULL;
   if (p->status != MAP_SUPPORTED || !fn) {
     refuse(c, n, p->detail ? p->detail : "no aclnn rule");
+    return;
+  }
+  if (n->n_out > 0 && n->out[0] && asc_strided_layout(c, n->out[0]->id)) {
+    c->r->n_views++, c->n_strided_views++;
+    cg_buf_printf(&c->init, "  /* %s (%s): a strided view of its input's buffer, read in place by every reader "
+                            "(their fact-table notes accept non-contiguous inputs) */\n", n->name, n->op_type);
     return;
   }
   if (!strcmp(fn, "aclCreateTensor")) { /* a view: asc_plan_buffers aliased it */

@@ -11,7 +11,7 @@ set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/../.."
 . tests/e2e/par.sh
-MODELS=${2:-resnet18,mobilenet_v2,squeezenet1_1}
+MODELS=${2:-resnet18,squeezenet1_1}
 # ops the fact table shows aclnn lacks (rules/aclnn.xml's gap list), so a host
 # fallback is what the issue asks for; none yet in the default set
 ALLOWED_FALLBACK=${ASCEND_ALLOWED_FALLBACK:-}
@@ -60,7 +60,53 @@ par_wait_slot
 one tiny_cnn samples/tiny_cnn.onnx samples/tiny_cnn.pth samples/tiny_cnn_input.npy samples/tiny_cnn_logits.npy \
   --input-shape input=1x3x32x32 > "$work/r_tiny" 2>&1 &
 logs+=("$work/r_tiny")
+# issue 7's small models, both export styles with their .pth, through verify
+# --backend ascend-emu (the same tolerance, and a clean emulator exit): the reference
+# folder's model_preserve.onnx, and model.onnx converted with model.pth. Host
+# fallbacks are allowed only for SMALL_FALLBACK's ops (aclnnLSTM's fact entry: "NOT
+# in 8.5.0 (added in 9.0.0)", ONNX LSTM's gates re-blocked: not emitted yet).
+SMALL_FALLBACK=LSTM
+small() { # NAME STYLE
+  local m=$1 style=$2 dir=$work/small_$1_$2 target
+  if [ "$style" = preserve ]; then target=$small_refs/$m
+  else
+    if ! "$BUILD/migc" convert "$small_refs/$m/model.onnx" --weights "$small_refs/$m/model.pth" --target ascend \
+         -o "$dir" > "$dir.convert.log" 2>&1; then
+      echo "FAIL $m ($style): convert: $(grep -m2 error "$dir.convert.log" | tr '\n' ' ')"; return; fi
+    local op
+    for op in $(sed -nE "s/^warning\[unsupported\]: node '[^']*' \(([A-Za-z]+)\): ascend: host-fallback.*/\1/p" \
+                "$dir.convert.log" | sort -u); do
+      [[ ",$SMALL_FALLBACK," == *",$op,"* ]] || { echo "FAIL $m ($style): $op falls back to the host"; return; }
+    done
+    target=$dir
+  fi
+  local ref=() rc
+  [ "$style" = default ] && ref=(--reference "$small_refs/$m/ref.npz")
+  "$BUILD/migc" verify "$target" "${ref[@]}" --backend ascend-emu --json "$dir.json" > "$dir.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q '"verdict": *"pass"' "$dir.json" && ! grep -q "acl-emu: error" "$dir.log"; then
+    echo "ok   $m ($style export): $(grep '^verify:' "$dir.log")"
+  else echo "FAIL $m ($style export, exit $rc): $(grep -hE 'FAIL|ERROR|error' "$dir.log" | head -3 | cut -c1-300)"; fi
+}
+. tests/e2e/small_refs.sh
+if small_refs_ensure > "$work/small_refs.log"; then
+  for m in lstm transformer_encoder conv1d_gn_prelu tokens_and_features relpos; do
+    for style in preserve default; do
+      par_wait_slot
+      small $m $style > "$work/s_${m}_$style" 2>&1 &
+      logs+=("$work/s_${m}_$style")
+    done
+  done
+else cat "$work/small_refs.log"; fail=$((fail + 1)); fi
 wait
+# attention reads K transposed in place: the Transposes whose readers' fact notes
+# accept non-contiguous inputs (aclnnMatmul) are strided views, not aclnnPermute copies
+te=$work/small_transformer_encoder_default/ascend/model.c
+nv=$(grep -c "a strided view of its input's buffer" "$te" 2>/dev/null)
+if [ "${nv:-0}" -ge 1 ]; then
+  echo "ok   transformer_encoder: $nv Transposes read in place by aclnnMatmul as strided views (no copy)"
+  pass=$((pass + 1))
+else echo "FAIL transformer_encoder: no Transpose became a strided view"; fail=$((fail + 1)); fi
 for l in "${logs[@]}"; do
   cat "$l"
   if grep -q '^ok' "$l"; then pass=$((pass + 1)); else fail=$((fail + 1)); fi

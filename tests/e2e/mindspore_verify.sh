@@ -27,26 +27,10 @@ jq_py() { # FILE PYTHON-EXPR (j is the parsed JSON; the expression must be true)
   $PY -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"
 }
 
-# --- reference folders (cached; rebuilt when the scripts that make them change) ---
-fx=build/fixtures/ms_verify
-want=$(sha256sum tools/torch_reference.py tests/fixtures/parity_models.py tests/fixtures/export_torchvision.py \
-       tests/fixtures/ms_verify_models.py |
-       sha256sum | cut -c1-16)
-if [ "$(cat "$fx/.stamp" 2>/dev/null)" != "$want" ]; then
-  rm -rf "$fx" && mkdir -p "$fx"
-  T="$PY tools/torch_reference.py tests.fixtures.parity_models"
-  { $T:resnet18 --input-shape 1x3x64x64 --perturb --bn-stats random -o "$fx/resnet18" &&
-    $T:mobilenet_v2 --input-shape 1x3x96x96 --seed 2 --perturb --bn-stats random -o "$fx/mobilenet_v2" &&
-    $T:lstm --input-shape 2x9x16 --perturb -o "$fx/lstm" &&
-    $T:transformer_encoder --input-shape 2x9x32 --perturb -o "$fx/transformer_encoder" &&
-    $T:conv1d_gn_prelu --input-shape 2x8x32 --perturb -o "$fx/conv1d_gn_prelu" &&
-    $T:tokens_and_features --input-shape 2x9 --input-shape 2x9x16 --input-dtype int64 --input-dtype float32 \
-      --input-high 100 --perturb -o "$fx/tokens_and_features" &&
-    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:topk_mlp --input-shape 2x8 --perturb -o "$fx/topk_mlp" &&
-    $PY tools/torch_reference.py tests.fixtures.ms_verify_models:relpos --input-shape 2x3x4x4 --perturb -o "$fx/relpos"
-  } > "$work/fixtures.log" 2>&1 && echo "$want" > "$fx/.stamp" ||
-    { echo "FAIL fixtures: $(tail -2 "$work/fixtures.log")"; exit 1; }
-fi
+# --- reference folders (cached in build/fixtures/ms_verify; shared with ascend_parity.sh) ---
+. tests/e2e/small_refs.sh
+small_refs_ensure || exit 1
+fx=$small_refs
 
 # --- reference folders: converted with their model.pth, forward and gradients ---
 passes() { # NAME: verify --grad passes, with parameter gradients and nothing unmapped

@@ -224,6 +224,13 @@ static const eval_case CASES[] = {
     {"dropout", "ascend", "attr(seed,0)", "0"},
     {"dropout", "ascend", "dropout_mask_scratch", "scratch:32"},
     {"dropout_dyn", "ascend", "dropout_mask_scratch", "!dynamic-shape"},
+    /* PRelu x 2x3x4x5 slope (3,1,1): per channel on dim 1, viewed 1-D; x 2x3x4 slope
+     * (4): per last dim, which aclnnPrelu's weight (1 or C elements) cannot say */
+    {"prelu_chan", "ascend", "prelu_weight", "in1@(3)/(1)+0"},
+    {"prelu_lastdim", "ascend", "prelu_weight", "!unsupported-attribute"},
+    /* InstanceNormalization x 2x3x4x5: HxW 20; mean/rstd (N, C) = (2, 3) float32 */
+    {"instnorm", "ascend", "spatial_numel", "20"},
+    {"instnorm", "ascend", "group_stats_scratch", "scratch:24@(2,3)/(3,1)+0"},
     {"dropout_dyn", "mindspore", "const(1,0.5)", "0.5"},
     {"gap", "mindspore", "spatial_axes", "(2,3)"},
     /* Transpose: no perm reverses the dims */
