@@ -50,7 +50,7 @@ suite "convert --weights: a fine-tuned .pth reaches the generated C (stale expor
 suite "Ascend: the committed aclnn declarations match the fact table and compile as C99" bash tests/e2e/ascend_facts.sh "$BUILD"
 suite "aclnn emulator: fact-table contract checks and plain-loop compute" bash tests/e2e/ascend_emu.sh
 suite "Ascend: the generated CMakeLists links against fake CANN trees (both layouts); C99 warning-free on gcc, clang, aarch64" bash tests/e2e/ascend_cmake.sh "$BUILD"
-suite "Ascend: the emulated aclnn program agrees with PyTorch (resnet18, squeezenet1_1 both styles, tiny_cnn; issue 7 small models both styles through verify; make test-zoo: the twelve), no leak or contract violation" bash tests/e2e/ascend_parity.sh "$BUILD"
+suite "Ascend: the emulated aclnn program agrees with PyTorch (resnet18, squeezenet1_1 both styles, tiny_cnn; issue 7 small models both styles through verify; tiny_cnn and transformer_encoder in float16 and bfloat16; make test-zoo: the twelve), no leak or contract violation" bash tests/e2e/ascend_parity.sh "$BUILD"
 suite "Ascend: a roi_align detection head through aclnnRoiAlign, and through the host fallback with a custom-op skeleton (--ascend-no-op)" bash tests/e2e/ascend_roi.sh "$BUILD"
 suite "Ascend conformance (ascend-emu), every 4th node test (make test-zoo: all, >= 600): the share of passes, the rest listed" env ASCEND_CONF_SAMPLE=4 bash tests/e2e/ascend_conformance.sh "$BUILD/migc"
 suite "MindSpore stand-in: strict API table bindings, pitfalls against torch, .ckpt, grads, ops.Custom" bash tests/e2e/mindspore_standin.sh

@@ -98,6 +98,55 @@ if small_refs_ensure > "$work/small_refs.log"; then
     done
   done
 else cat "$work/small_refs.log"; fail=$((fail + 1)); fi
+# float16 and bfloat16: the float32 export rewritten in the lower type
+# (tests/fixtures/lower_precision.py), the program's tensors in that type
+# (ACL_FLOAT16 / ACL_BF16, cubeMathType KEEP_DTYPE), against torch's float32 output:
+# float16 within 5e-3 x max|output| and cosine 0.99999, bfloat16 (8 significant bits)
+# within 3e-2 and cosine 0.9999; the weights half the float32 program's.
+lowp() { # NAME MODEL.onnx INPUT.npy REF.npy DTYPE [convert options]
+  local name=$1 model=$2 input=$3 ref=$4 dt=$5; shift 5
+  local dir=$work/lowp_${name}_$dt acl=ACL_FLOAT16 tol=5e-3 cos=0.99999
+  [ "$dt" = bfloat16 ] && acl=ACL_BF16 tol=3e-2 cos=0.9999
+  mkdir -p "$dir"
+  /usr/bin/python3 tests/fixtures/lower_precision.py "$model" "$dir/model.onnx" $dt &&
+    /usr/bin/python3 tests/fixtures/lower_precision.py --npy "$input" "$dir/input.npy" $dt ||
+    { echo "FAIL $name $dt: lowering the fixture failed"; return; }
+  "$BUILD/migc" convert "$dir/model.onnx" --target ascend -o "$dir/out" "$@" > "$dir/convert.log" 2>&1
+  "$BUILD/migc" convert "$model" --target ascend -o "$dir/out32" "$@" > "$dir/convert32.log" 2>&1
+  if ! grep -q "^convert: ascend: .* 0 not converted" "$dir/convert.log"; then
+    echo "FAIL $name $dt: $(grep -m2 -E '^convert: ascend|error' "$dir/convert.log" | tr '\n' ' ')"; return; fi
+  make -s -C "$dir/out/ascend" emu WERROR=-Werror > "$dir/make.log" 2>&1 ||
+    { echo "FAIL $name $dt: make emu: $(grep -m2 -E 'error|warning' "$dir/make.log")"; return; }
+  local inname
+  inname=$(/usr/bin/python3 -c "import onnx,sys; print(onnx.load(sys.argv[1]).graph.input[0].name)" "$model")
+  "$dir/out/ascend/runner" --input "$inname=$dir/input.npy" --output-dir "$dir/res" > "$dir/run.log" 2>&1 ||
+    { echo "FAIL $name $dt: run: $(grep -m2 -E 'error|runner:' "$dir/run.log")"; return; }
+  grep -q "aclCreateTensor([^;]*$acl" "$dir/out/ascend/model.c" ||
+    { echo "FAIL $name $dt: no $acl tensor in model.c"; return; }
+  local w16 w32 res
+  w16=$(stat -c %s "$dir/out/ascend/model.weights") w32=$(stat -c %s "$dir/out32/ascend/model.weights")
+  [ $((w16 * 2)) -le $((w32 + 4096)) ] || { echo "FAIL $name $dt: weights $w16 bytes, float32 $w32"; return; }
+  if res=$(/usr/bin/python3 -c "
+import sys, numpy as np
+y = np.load(sys.argv[1]).astype(np.float64); r = np.load(sys.argv[2]).astype(np.float64)
+rel = np.abs(y - r).max() / np.abs(r).max(); cos = (y * r).sum() / np.linalg.norm(y) / np.linalg.norm(r)
+print('max err %.3g x max|torch fp32|, cosine %.9f' % (rel, cos)); sys.exit(0 if rel <= float(sys.argv[3]) and cos >= float(sys.argv[4]) else 1)
+" "$(ls "$dir"/res/*.npy | head -1)" "$ref" $tol $cos); then
+    echo "ok   $name $dt: $res; $acl tensors; weights $w16 bytes (float32: $w32)"
+  else echo "FAIL $name $dt: $res (need <= $tol, cosine >= $cos)"; fi
+}
+te=$small_refs/transformer_encoder
+/usr/bin/python3 -c "import numpy as np,sys; z=np.load(sys.argv[1]); np.save(sys.argv[2], z['inputs/input']); np.save(sys.argv[3], z['outputs/output'])" \
+  "$te/ref.npz" "$work/te_input.npy" "$work/te_output.npy" 2> /dev/null
+for dt in float16 bfloat16; do
+  par_wait_slot
+  lowp tiny_cnn samples/tiny_cnn.onnx samples/tiny_cnn_input.npy samples/tiny_cnn_logits.npy $dt \
+    --input-shape input=1x3x32x32 > "$work/l_tiny_$dt" 2>&1 &
+  logs+=("$work/l_tiny_$dt")
+  par_wait_slot
+  lowp transformer_encoder "$te/model.onnx" "$work/te_input.npy" "$work/te_output.npy" $dt > "$work/l_te_$dt" 2>&1 &
+  logs+=("$work/l_te_$dt")
+done
 wait
 # attention reads K transposed in place: the Transposes whose readers' fact notes
 # accept non-contiguous inputs (aclnnMatmul) are strided views, not aclnnPermute copies

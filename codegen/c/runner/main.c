@@ -41,10 +41,25 @@ static const char *dtype_descr(mg_rt_dtype t) {
   case MG_RT_U32: return "<u4";
   case MG_RT_U64: return "<u8";
   case MG_RT_BOOL: return "|b1";
-  case MG_RT_BF16: return NULL; /* numpy has no bfloat16 */
+  case MG_RT_BF16: return "<f4"; /* numpy has no bfloat16: exchanged as float32 (bf16_*) */
   case MG_RT_STRING: return "U"; /* '<U<n>', n varies */
   }
   return NULL;
+}
+
+/* bfloat16 from float32, rounded to nearest even (NaN kept a quiet NaN), and the
+ * exact widening back: the .npy files of a bfloat16 input or output hold float32. */
+static uint16_t bf16_from_f32(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(u >> 16 | 0x40);
+  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+static float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
 }
 
 /* Appends code point u as UTF-8 to out; returns the bytes written, 0 for a value
@@ -154,7 +169,8 @@ static void usage(FILE *f) {
              "              [--repeat N] [--trace DIR] [--list]\n"
              "Runs the generated model on .npy inputs and writes D/<output>.npy; with --repeat N\n"
              "also times N runs after one warm-up and prints 'median_ms X'; --trace DIR writes\n"
-             "every node's output to DIR/<value name>.npy.\n");
+             "every node's output to DIR/<value name>.npy. A bfloat16 input or output is\n"
+             "exchanged as a float32 .npy (numpy has no bfloat16), rounded to nearest even.\n");
 }
 
 /* Reads an .npy whose dtype and shape must equal io's; returns a malloc'd buffer
@@ -228,6 +244,21 @@ static void *read_npy(const char *path, const mg_rt_io *io) {
   if (io->dtype == MG_RT_STRING) {
     data = read_unicode(f, path, io->bytes / sizeof(char *), uwidth, ubig);
     if (!data) goto fail;
+    free(header);
+    fclose(f);
+    return data;
+  }
+  if (io->dtype == MG_RT_BF16) { /* float32 in the file, rounded to bfloat16 */
+    size_t n = io->bytes / 2, i;
+    float *wide = malloc(n ? n * 4 : 1);
+    data = malloc(io->bytes ? io->bytes : 1);
+    if (!wide || !data || fread(wide, 4, n, f) != n) {
+      free(wide);
+      fprintf(stderr, "runner: %s: truncated data\n", path);
+      goto fail;
+    }
+    for (i = 0; i < n; i++) ((uint16_t *)data)[i] = bf16_from_f32(wide[i]);
+    free(wide);
     free(header);
     fclose(f);
     return data;
@@ -365,6 +396,11 @@ static int write_npy(const char *dir, const mg_rt_io *io, const char *file, cons
         b[3] = (unsigned char)(u >> 24);
         fwrite(b, 1, 4, f);
       }
+    }
+  } else if (io->dtype == MG_RT_BF16) {
+    for (i = 0; i < count; i++) {
+      float w = bf16_to_f32(((const uint16_t *)data)[i]);
+      fwrite(&w, 4, 1, f);
     }
   } else {
     fwrite(data, 1, count * mg_rt_dtype_size(io->dtype), f);
