@@ -8,6 +8,8 @@
 # computed k, NonMaxSuppression, If on an empty check): codegen/c/cg_dynamic.c.
 # A moved box must fail the comparison, so the check can fail.
 # usage: tests/e2e/detection.sh BUILD_DIR [MODEL...]   (default: every model)
+# DET_OPSETS (default "13 17"): the opsets checked; make test checks 17, make
+# test-zoo both.
 set -u -o pipefail
 BUILD=${1:-build}
 shift || true
@@ -43,7 +45,7 @@ one_model() {
   local model=$1 opset name out
   pass=0 fail=0
   mkdir -p "$work/moved_$model"
-  for opset in 13 17; do
+  for opset in ${DET_OPSETS:-13 17}; do
     name=${model}_op$opset out=$work/$name
     check "$name: converts whole (--strict) with --input-shape" \
       "$MIGC" convert "$fx/$name.onnx" --cpu-only --strict --input-shape image=3x320x320 -o "$out"

@@ -25,6 +25,8 @@ bash tests/e2e/generated_portability.sh "$BUILD" resnet18,vit_b_16 resnet18,vit_
 echo "=== coverage reports and coverage-convert agreement over the whole zoo"
 MIGC_ZOO=$ZOO bash tests/e2e/coverage.sh "$BUILD" || rc=1
 MIGC_ZOO=$ZOO bash tests/e2e/coverage_agreement.sh "$BUILD" || rc=1
+echo "=== detection models at opsets 13 and 17 (make test takes 17)"
+bash tests/e2e/detection.sh "$BUILD" || rc=1
 echo "=== Ascend: the emulated aclnn program against PyTorch over issue 13's twelve models"
 bash tests/e2e/ascend_parity.sh "$BUILD" resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet1_1,shufflenet_v2_x1_0,densenet121,vit_b_16,convnext_tiny,swin_t,deeplabv3_mobilenet_v3_large || rc=1
 echo "=== Ascend conformance over all 922 node tests (make test takes every fourth)"
