@@ -55,8 +55,16 @@ static void die(const char *why, const mg_diags *d) {
   abort();
 }
 
-/* The reader weights_open() would pick for these bytes. */
+/* The reader weights_open() would pick for these bytes. Built with
+ * FUZZ_ONLY_SAFETENSORS (fuzz_safetensors) or FUZZ_ONLY_LEGACY_PTH
+ * (fuzz_legacy_pth), every input goes to that one reader, so that mutations are not
+ * spent on the other formats' magic. */
 static int open_any(const uint8_t *b, size_t n, wt_source **s, mg_diags *d) {
+#if defined FUZZ_ONLY_SAFETENSORS
+  return safetensors_open_buffer(b, n, s, d);
+#elif defined FUZZ_ONLY_LEGACY_PTH
+  return pth_open_buffer(b, n, NULL, s, d);
+#endif
   if (n >= 4 && b[0] == 'P' && b[1] == 'K') return pth_open_buffer(b, n, NULL, s, d);
   if (n >= 4 && b[0] == 0x80 && b[2] == 0x8a && b[3] == 0x0a) return pth_open_buffer(b, n, NULL, s, d);
   if (n >= 9 && b[8] == '{') return safetensors_open_buffer(b, n, s, d);

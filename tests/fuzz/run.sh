@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh SECONDS [TARGET|all]: build and run a libFuzzer target
-# (default onnx_import; `all` runs every one for SECONDS: make fuzz).
+# (default onnx_import; `all` runs every one for SECONDS, side by side: make fuzz).
 #
-#   1. configures build-fuzz (clang, -DMIGC_FUZZ=ON) and builds fuzz_TARGET;
+#   1. configures build-fuzz (clang, -DMIGC_FUZZ=ON) and builds fuzz_TARGET
+#      (`all`: builds every target, then runs them all at once for SECONDS, one
+#      worker each, sharing the cores);
 #   2. seeds build-fuzz/corpus once from up to ~300 small (< 64 KB) conformance
 #      models and tests/fuzz/corpus/onnx_import, and writes a dictionary of ONNX
 #      op, attribute and field names (the other targets: corpus-TARGET, from
 #      tests/fuzz/corpus/TARGET);
 #   3. fuzzes for SECONDS on every core (libFuzzer fork mode, which gives one
-#      merged summary), with the log in build-fuzz/runs/DATE-TIME/fuzz.log;
+#      merged summary), with the log in build-fuzz/runs/DATE-TIME-TARGET/fuzz.log;
 #   4. prints the final stats, and exits 1 if the run left any crash, leak,
 #      timeout or out-of-memory artifact (each is shown with its report, obtained
 #      by running the fuzzer on it again).
@@ -19,15 +21,32 @@
 set -u
 set -o pipefail
 
-TARGETS="onnx_import ckpt unpickle npy rules_xml"
+TARGETS="onnx_import ckpt unpickle safetensors legacy_pth npy rules_xml"
 usage() { echo "usage: $0 SECONDS [TARGET|all]   (targets: $TARGETS; default onnx_import)" >&2; exit 2; }
 [ $# -eq 1 ] || [ $# -eq 2 ] || usage
 SECONDS_TO_RUN=$1
 TARGET=${2:-onnx_import}
 case $SECONDS_TO_RUN in '' | *[!0-9]*) usage ;; esac
-if [ "$TARGET" = all ]; then # every target in turn, SECONDS each
-  rc=0
-  for t in $TARGETS; do echo "=== fuzz_$t"; "$0" "$SECONDS_TO_RUN" "$t" || rc=1; done
+if [ "$TARGET" = all ]; then
+  # Every target for SECONDS at once, one libFuzzer worker each, sharing the cores
+  # (7 targets on 2 cores: each gets its share of them for the whole time). The
+  # targets are built first, one build at a time; each then runs as a child that
+  # skips the build (FUZZ_CHILD). Each child's report is printed when all are done.
+  ROOT_ALL=$(cd "$(dirname "$0")/../.." && pwd)
+  mkdir -p "$ROOT_ALL/build-fuzz"
+  for t in $TARGETS; do FUZZ_BUILD_ONLY=1 "$0" 0 "$t" > /dev/null || { echo "run.sh: building fuzz_$t failed" >&2; exit 2; }; done
+  logs=() pids=()
+  for t in $TARGETS; do
+    FUZZ_CHILD=1 FUZZ_JOBS=1 "$0" "$SECONDS_TO_RUN" "$t" > "$ROOT_ALL/build-fuzz/all-$t.log" 2>&1 &
+    pids+=($!) logs+=("$ROOT_ALL/build-fuzz/all-$t.log")
+  done
+  rc=0 i=0
+  for t in $TARGETS; do
+    wait "${pids[$i]}" || rc=1
+    echo "=== fuzz_$t"
+    cat "${logs[$i]}"
+    i=$((i + 1))
+  done
   exit $rc
 fi
 case " $TARGETS " in *" $TARGET "*) ;; *) usage ;; esac
@@ -50,13 +69,16 @@ MAX_SEED_BYTES=65536
 # One run at a time per build tree: a second run would rebuild the fuzzer under the
 # first one's feet. The lock is held (fd 9) until this script exits.
 mkdir -p "$BUILD"
+if [ -z "${FUZZ_CHILD:-}" ]; then
 exec 9>"$BUILD/.run.lock"
 if ! flock -n 9; then
   echo "== another tests/fuzz/run.sh is using $BUILD; waiting for it"
   flock 9
 fi
+fi
 
-# --- 1. build ------------------------------------------------------------------
+# --- 1. build (a child of `all` finds it built) -----------------------------------
+if [ -z "${FUZZ_CHILD:-}" ]; then
 echo "== configuring $BUILD (clang, MIGC_FUZZ=ON)"
 if ! CC=clang cmake -S "$ROOT" -B "$BUILD" -DMIGC_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     >"$BUILD/configure.log" 2>&1; then
@@ -70,6 +92,8 @@ if ! cmake --build "$BUILD" --target "fuzz_$TARGET" -j "$JOBS" >"$BUILD/build.lo
   echo "run.sh: build failed (full log: $BUILD/build.log)" >&2
   exit 2
 fi
+fi
+[ -n "${FUZZ_BUILD_ONLY:-}" ] && exit 0
 
 # --- 2. seed corpus (once) and dictionary ----------------------------------------
 # The seeds: every small model outside node/ (light, simple, pytorch-*; about 150,
@@ -132,11 +156,11 @@ fi
     '\x12' '\x1a' '\x22' '\x32' '\x3a' '\x10' '\x22' '\x38' '\x4a' '\x70\x01' '\xa0\x01'; do
     echo "\"$t\""
   done
-} | awk '!seen[$0]++' >"$DICT"
+} | awk '!seen[$0]++' >"$DICT.$$" && mv "$DICT.$$" "$DICT" # atomic: the targets of `all` run side by side
 
 # --- 3. fuzz ---------------------------------------------------------------------
-# Each run keeps its log and artifacts in build-fuzz/runs/DATE-TIME/.
-RUN_DIR=$BUILD/runs/$(date +%Y%m%d-%H%M%S)
+# Each run keeps its log and artifacts in build-fuzz/runs/DATE-TIME-TARGET/.
+RUN_DIR=$BUILD/runs/$(date +%Y%m%d-%H%M%S)-$TARGET
 ARTIFACTS=$RUN_DIR/artifacts
 LOG=$RUN_DIR/fuzz.log
 mkdir -p "$ARTIFACTS"
