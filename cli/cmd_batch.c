@@ -307,6 +307,10 @@ static int batch_main(batch_run *b) {
   }
   fprintf(stderr, "batch: %d models%s, %d to run, -j %d (compiles -j %d)\n", b->total,
           b->o.shard_n > 1 ? " in this shard" : "", b->n_todo, b->o.jobs, b->env.make_jobs);
+  if (!b->total) { /* a shard the manifest gives no model: nothing to report */
+    mg_diags_free(&d);
+    return EXIT_OK;
+  }
   run_all(b);
   if (b->tty) fprintf(stderr, "\r\033[K");
   const char *dirs[] = {b->o.outdir};
