@@ -371,9 +371,8 @@ static json_t *work(worker *w, json_t *inputs) {
 int batch_model_run(const batch_env *e, const batch_model *m) {
   worker w = {e, m, "", "", "", json_object(), 0};
   double t0 = now();
-  snprintf(w.dir, sizeof w.dir, "%s/%s", e->outdir, m->name);
-  snprintf(w.out, sizeof w.out, "%s/out", w.dir);
-  snprintf(w.logs, sizeof w.logs, "%s/logs", w.dir);
+  if (snprintf(w.dir, sizeof w.dir, "%s/%s", e->outdir, m->name) >= (int)sizeof w.dir - 8) return 1; /* too long */
+  if (snprintf(w.out, sizeof w.out, "%s/out", w.dir) < 0 || snprintf(w.logs, sizeof w.logs, "%s/logs", w.dir) < 0) return 1;
   /* what a killed run left is redone from scratch */
   verify_rmtree(w.out);
   verify_rmtree(w.logs);
