@@ -95,6 +95,10 @@ badm "bad name" '{"models": [{"name": "../x", "onnx": "a.onnx"}]}' '"name" must 
 badm "bad target" '{"models": [{"name": "a", "onnx": "a.onnx", "targets": ["gpu"]}]}' "targets\[0\]"
 badm "bad shape" '{"models": [{"name": "a", "onnx": "a.onnx", "input_shape": {"x": "1xAx3"}}]}' 'input_shape "x"'
 badm "bad tolerance" '{"models": [{"name": "a", "onnx": "a.onnx", "tolerance": {"rtol": -1}}]}' "tolerance.rtol"
+badm "model not an object" '{"models": [1]}' "models\[0\] must be an object"
+badm "name not a string" '{"models": [{"name": 5, "onnx": "a.onnx"}]}' '"name" must be'
+badm "grad not a boolean" '{"models": [{"name": "a", "onnx": "a.onnx", "grad": "yes"}]}' '"grad" must be true or false'
+badm "version 2" '{"version": 2, "models": [{"name": "a", "onnx": "a.onnx"}]}' '"version" must be 1'
 badm "missing file (--check)" '{"models": [{"name": "a", "onnx": "nowhere.onnx"}]}' "nowhere.onnx" --check
 for args in "--shard 3/3" "--shard x" "-j 0" "--targets gpu" "--timeout -1"; do
   "$MIGC" batch "$work/zoo.json" -o "$work/never" $args 2> "$work/usage.err"
@@ -104,7 +108,7 @@ check "--help (batch, report)" bash -c "'$MIGC' batch --help | grep -q -- --shar
 
 # --- the whole batch, -j 2
 start=$SECONDS
-"$MIGC" batch "$work/zoo.json" -o "$work/full" -j 2 > "$work/full.out" 2> "$work/full.err"
+"$MIGC" batch "$work/zoo.json" -o "$work/full" -j 2 --junit "$work/extra-junit.xml" > "$work/full.out" 2> "$work/full.err"
 rc=$?
 full_s=$((SECONDS - start))
 [ $rc = 1 ] && ok "batch -j 2 finished in $full_s s, exit 1 (some models fail)" || bad "batch exit $rc: $(tail -3 "$work/full.err")"
@@ -132,6 +136,9 @@ check "report.json validates against docs/batch-report.schema.json" $PY -c "
 import json, jsonschema, sys
 jsonschema.validate(json.load(open(sys.argv[1])), json.load(open('docs/batch-report.schema.json')))" "$work/full/report.json"
 check "junit.xml validates against the JUnit XSD" xmllint --noout --schema tests/fixtures/junit-10.xsd "$work/full/junit.xml"
+check "--junit F writes the same JUnit report to F" cmp "$work/full/junit.xml" "$work/extra-junit.xml"
+grep -q '^batch: start squeezenet1_1' "$work/full.err" && grep -q '^batch: \[4/4\]' "$work/full.err" &&
+  ok "without a terminal: plain log lines" || bad "log lines: $(head -3 "$work/full.err")"
 [ "$(grep -c '<testcase ' "$work/full/junit.xml")" = $N_CASES ] && [ "$(grep -c '<failure ' "$work/full/junit.xml")" = 4 ] &&
   ok "junit.xml: one testcase per model and target ($N_CASES), 4 failures (broken 1, unsupported 3)" ||
   bad "junit.xml: $(grep -c '<testcase ' "$work/full/junit.xml") cases, $(grep -c '<failure ' "$work/full/junit.xml") failures"
@@ -166,11 +173,6 @@ start=$SECONDS
 stat -c '%n %Y' "$work"/full/*/result.json > "$work/mtimes.after"
 cmp -s "$work/mtimes.before" "$work/mtimes.after" && [ "$(grep -c 'resumed: result.json is current' "$work/resume.err")" = 4 ] &&
   ok "--resume with nothing changed: 4 skipped, no result.json rewritten ($((SECONDS - start)) s)" || bad "--resume redid work: $(diff "$work/mtimes.before" "$work/mtimes.after")"
-sed 's/"rtol": 1e-3/"rtol": 2e-3/' "$work/zoo.json" > "$work/zoo2.json"
-"$MIGC" batch "$work/zoo2.json" -o "$work/full" -j 2 --resume > /dev/null 2> "$work/resume2.err"
-grep -q 'batch: start conv1d' "$work/resume2.err" && [ "$(grep -c 'batch: start' "$work/resume2.err")" = 1 ] &&
-  ok "--resume after a tolerance change redoes that model only" || bad "--resume after a change: $(grep 'batch: start' "$work/resume2.err" | tr '\n' ' ')"
-"$MIGC" batch "$work/zoo.json" -o "$work/full" -j 2 --resume > /dev/null 2>&1 # back to the first settings
 
 # --- SIGKILL partway, then --resume
 "$MIGC" batch "$work/zoo.json" -o "$work/killed" -j 1 > /dev/null 2> "$work/killed.err" &
@@ -187,6 +189,11 @@ sleep 2
 left=$(pgrep -f -- "$work/killed/" | wc -l)
 [ "$left" = 0 ] && ok "after SIGKILL nothing of the batch is left running" || bad "$left processes of the killed batch still run"
 [ "$done_before" -ge 1 ] && [ "$done_before" -lt 4 ] && ok "killed partway: $done_before of 4 finished" || bad "killed with $done_before finished"
+"$MIGC" report "$work/killed" -o "$work/killed-report" > /dev/null 2>&1
+rc=$?
+missing=$(jq -r '[.models[] | select(.reason // "" | startswith("missing")) | .name] | length' "$work/killed-report/report.json" 2> /dev/null)
+[ $rc = 1 ] && [ "$missing" = $((4 - done_before)) ] && ok "report of the killed folder: the $missing unfinished models are failed, missing" ||
+  bad "report of the killed folder: rc $rc, $missing missing"
 sleep 1.1
 "$MIGC" batch "$work/zoo.json" -o "$work/killed" -j 1 --resume > /dev/null 2> "$work/resumed.err"
 kept=1
@@ -235,16 +242,46 @@ ln -s "$ROOT/tests/fixtures/sbatch_standin.sh" "$work/slurm/bin/sbatch"
 awk -v out="$work/slurm" '/^### Slurm array/ {s = 1} s && /^```bash/ {n++; f = 1; next} f && /^```/ {f = 0; if (n == 2) exit; next}
      f {print > (out (n == 1 ? "/zoo-array.sh" : "/submit.sh"))}' docs/batch.md
 if [ -s "$work/slurm/zoo-array.sh" ] && [ -s "$work/slurm/submit.sh" ]; then
-  (cd "$work/slurm" && PATH="$work/slurm/bin:$PATH" MIGC="$MIGC" MANIFEST="$work/zoo.json" RESULTS="$work/slurm/results" \
+  # the quick half of the manifest (the models that fail at once): the array's plumbing is the point here
+  cat > "$work/quick.json" <<'EOF'
+{"models": [{"name": "broken", "onnx": "broken.onnx"}, {"name": "unsupported", "onnx": "unsupported.onnx"}]}
+EOF
+  "$MIGC" batch "$work/quick.json" -o "$work/quick" > /dev/null 2>&1
+  (cd "$work/slurm" && PATH="$work/slurm/bin:$PATH" MIGC="$MIGC" MANIFEST="$work/quick.json" RESULTS="$work/slurm/results" \
      SBATCH_LOG="$work/slurm/sbatch.log" bash submit.sh) > /dev/null 2>&1
   n=$(ls -d "$work"/slurm/results/shard-* 2> /dev/null | wc -l)
   array=$(sed -n 's/^#SBATCH --array=0-\([0-9]*\)/\1/p' "$work/slurm/zoo-array.sh")
   [ "$n" = $((array + 1)) ] && ok "Slurm: the array ran $n shards" || bad "Slurm: $n shard folders"
   if [ -f "$work/slurm/results/report/report.json" ] &&
-     diff <(jq -S "$strip" "$work/full/report.json") <(jq -S "$strip" "$work/slurm/results/report/report.json") > /dev/null; then
+     diff <(jq -S "$strip" "$work/quick/report.json") <(jq -S "$strip" "$work/slurm/results/report/report.json") > /dev/null; then
     ok "Slurm: the dependent report job's report.json equals the unsharded one, timings aside"
   else bad "Slurm: report missing or different: $(tail -3 "$work/slurm/sbatch.log")"; fi
 else bad "Slurm: no script blocks found in docs/batch.md"; fi
+
+# --- --resume after a changed setting (last: it changes the folder the others compare with)
+sed 's#"reference": "sq"}#"reference": "sq", "tolerance": {"rtol": 2e-3}}#' "$work/zoo.json" > "$work/zoo2.json"
+"$MIGC" batch "$work/zoo2.json" -o "$work/full" -j 2 --resume > /dev/null 2> "$work/resume2.err"
+grep -q 'batch: start squeezenet1_1' "$work/resume2.err" && [ "$(grep -c 'batch: start' "$work/resume2.err")" = 1 ] &&
+  [ "$(jq -r .inputs.settings.rtol "$work/full/squeezenet1_1/result.json")" = 0.002 ] &&
+  ok "--resume after a tolerance change redoes that model only" || bad "--resume after a change: $(grep 'batch: start' "$work/resume2.err" | tr '\n' ' ')"
+
+# --- a step that crashes (a make that dies of SIGSEGV) fails the model with the reason
+mkdir -p "$work/crashbin"
+printf '#!/bin/sh\nkill -SEGV $$\n' > "$work/crashbin/make"
+chmod +x "$work/crashbin/make"
+cat > "$work/crash.json" <<'EOF'
+{"models": [{"name": "conv1d", "onnx": "c1d/model_preserve.onnx", "weights": "c1d/model.pth", "reference": "c1d"},
+            {"name": "broken", "onnx": "broken.onnx"}]}
+EOF
+PATH="$work/crashbin:$PATH" "$MIGC" batch "$work/crash.json" -o "$work/crash" > /dev/null 2>&1
+r=$(jq -r '.models[] | select(.name == "conv1d") | .reason' "$work/crash/report.json" 2> /dev/null)
+[ "$r" = "cpu: build: crashed (signal 11, Segmentation fault)" ] && [ "$(jq -r .summary.models "$work/crash/report.json")" = 2 ] &&
+  ok "a crashing build fails its model ($r) and the batch goes on" || bad "crash: '$r'"
+
+# --- on a terminal: the live line (done/total, failures, running models, ETA)
+script -qec "'$MIGC' batch '$work/quick.json' -o '$work/tty'" /dev/null > "$work/tty.out" 2>&1
+grep -q $'\r\033\[K\[2/2\] 2 failed' "$work/tty.out" && grep -q 'ETA' "$work/tty.out" &&
+  ok "on a terminal: the live line [done/total] failures | models | ETA" || bad "tty: $(tr '\r' '\n' < "$work/tty.out" | head -5)"
 
 # --- a folder instead of a manifest
 mkdir -p "$work/dir/sub"
