@@ -29,10 +29,13 @@ int batch_parse_targets(const char *list) {
 }
 
 /* A model name is a folder name under OUTDIR: letters, digits, '.', '_', '-', not
- * starting with '.', at most 100 characters. */
+ * starting with '.', at most 100 characters, none of the report's file names. */
 static int valid_name(const char *s) {
+  static const char *const taken[] = {"batch.json", "report.json", "report.md", "report.html", "junit.xml"};
   size_t n = strlen(s);
   if (!n || n > 100 || s[0] == '.') return 0;
+  for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
+    if (!strcmp(s, taken[i])) return 0; /* files of OUTDIR itself */
   for (; *s; s++)
     if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
           *s == '_' || *s == '-'))
@@ -184,7 +187,7 @@ static int read_model(json_t *o, int i, const char *base, int def_targets, int c
   }
   v = json_object_get(o, "name");
   if (!json_is_string(v) || !valid_name(json_string_value(v))) {
-    mg_error(d, INVALID, NULL, NULL, "%s: \"name\" must be 1 to 100 of [A-Za-z0-9._-], not starting with '.'", at);
+    mg_error(d, INVALID, NULL, NULL, "%s: \"name\" must be 1 to 100 of [A-Za-z0-9._-], not starting with '.', not a report file's name", at);
     return -1;
   }
   snprintf(m->name, sizeof m->name, "%s", json_string_value(v));

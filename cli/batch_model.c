@@ -333,7 +333,7 @@ static json_t *work(worker *w, json_t *inputs) {
   json_t *cov = NULL;
   if (err) snprintf(reason, sizeof reason, "cannot read %s", err);
   else {
-    char *argv[12 + 2 * BATCH_MAX_SHAPES] = {(char *)w->e->self, "convert", (char *)m->onnx, "-o", w->out, "--target", tlist};
+    char *argv[16 + 2 * BATCH_MAX_SHAPES] = {(char *)w->e->self, "convert", (char *)m->onnx, "-o", w->out, "--target", tlist};
     int k = 7;
     if (m->weights[0]) argv[k++] = "--weights", argv[k++] = (char *)m->weights;
     if (m->key[0]) argv[k++] = "--key", argv[k++] = (char *)m->key;
@@ -376,6 +376,8 @@ int batch_model_run(const batch_env *e, const batch_model *m) {
   /* what a killed run left is redone from scratch */
   verify_rmtree(w.out);
   verify_rmtree(w.logs);
+  char old[PATH_MAX + 16]; /* an earlier run's verdict is not this one's: until it ends, none */
+  if (snprintf(old, sizeof old, "%s/result.json", w.dir) < (int)sizeof old) unlink(old);
   if (cg_mkdirs(w.logs)) return 1;
   json_t *inputs = batch_inputs_json(m);
   json_t *res = work(&w, inputs);

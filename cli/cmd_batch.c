@@ -161,9 +161,12 @@ static void draw(batch_run *b, int force) {
     snprintf(eta, sizeof eta, "%dm%02ds", (int)left / 60, (int)left % 60);
   }
   char cur[160] = "";
-  for (int i = 0, k = 0; i < b->o.jobs; i++)
-    if (b->slots[i].pid > 0 && k + 2 < (int)sizeof cur)
-      k += snprintf(cur + k, sizeof cur - (size_t)k, "%s%s", k ? ", " : "", b->man.models[b->slots[i].model].name);
+  size_t k = 0;
+  for (int i = 0; i < b->o.jobs && k < sizeof cur; i++)
+    if (b->slots[i].pid > 0) {
+      int w = snprintf(cur + k, sizeof cur - k, "%s%s", k ? ", " : "", b->man.models[b->slots[i].model].name);
+      k = w < 0 ? sizeof cur : k + (size_t)w; /* past the end: the line is full */
+    }
   fprintf(stderr, "\r\033[K[%d/%d] %d failed | %s | ETA %s", b->done, b->total, b->failed, cur[0] ? cur : "-", eta);
   fflush(stderr);
 }

@@ -96,6 +96,7 @@ badm "bad target" '{"models": [{"name": "a", "onnx": "a.onnx", "targets": ["gpu"
 badm "bad shape" '{"models": [{"name": "a", "onnx": "a.onnx", "input_shape": {"x": "1xAx3"}}]}' 'input_shape "x"'
 badm "bad tolerance" '{"models": [{"name": "a", "onnx": "a.onnx", "tolerance": {"rtol": -1}}]}' "tolerance.rtol"
 badm "model not an object" '{"models": [1]}' "models\[0\] must be an object"
+badm "a report file's name" '{"models": [{"name": "report.json", "onnx": "a.onnx"}]}' '"name" must be'
 badm "name not a string" '{"models": [{"name": 5, "onnx": "a.onnx"}]}' '"name" must be'
 badm "grad not a boolean" '{"models": [{"name": "a", "onnx": "a.onnx", "grad": "yes"}]}' '"grad" must be true or false'
 badm "version 2" '{"version": 2, "models": [{"name": "a", "onnx": "a.onnx"}]}' '"version" must be 1'
