@@ -85,6 +85,8 @@ int batch_model_run(const batch_env *e, const batch_model *m);
 int batch_write_failed(const batch_env *e, const batch_model *m, const char *reason, double seconds);
 /* Reads OUTDIR/<name>/result.json: 1 pass, 0 fail, -1 unreadable. */
 int batch_result_passed(const batch_env *e, const batch_model *m);
+/* The string member key of o, or def when it is absent or not a string. */
+const char *batch_str(json_t *o, const char *key, const char *def);
 /* Writes j to dir/name atomically (temporary file, then rename). 0, or -1 with an io
  * diagnostic. */
 int batch_write_json(const char *dir, const char *name, json_t *j, mg_diags *d);

@@ -23,6 +23,7 @@ static const uint32_t K[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
+/* Rotate right by n (0 < n < 32). */
 static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 /* One 64-byte block into the state. */
@@ -46,6 +47,7 @@ static void block(sha256_ctx *c, const uint8_t *p) {
   for (int i = 0; i < 8; i++) c->h[i] += s[i];
 }
 
+/* The initial hash value (FIPS 180-4, 5.3.3). */
 static void init(sha256_ctx *c) {
   static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -54,6 +56,7 @@ static void init(sha256_ctx *c) {
   c->total = 0;
 }
 
+/* Adds n bytes of message. */
 static void update(sha256_ctx *c, const uint8_t *p, size_t n) {
   c->total += n;
   while (n) {
@@ -69,6 +72,7 @@ static void update(sha256_ctx *c, const uint8_t *p, size_t n) {
   }
 }
 
+/* Pads the message (0x80, zeros, its bit length big-endian) and writes the digest as hex. */
 static void final_hex(sha256_ctx *c, char hex[65]) {
   uint64_t bits = c->total * 8;
   uint8_t pad[72] = {0x80};

@@ -234,6 +234,7 @@ static int read_model(json_t *o, int i, const char *base, int def_targets, int c
   return 0;
 }
 
+/* A new zeroed row at the end of out->models; 0, or -1 with an oom diagnostic. */
 static int add_model(batch_manifest *out, int *cap, mg_diags *d) {
   if (out->n == *cap) {
     int nc = *cap ? 2 * *cap : 16;
@@ -300,6 +301,7 @@ static void name_of(const char *rel, char *out, size_t n) {
   if (out[0] == '.') out[0] = '_';
 }
 
+/* qsort order of models: by name. */
 static int cmp_model(const void *a, const void *b) {
   return strcmp(((const batch_model *)a)->name, ((const batch_model *)b)->name);
 }

@@ -24,10 +24,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Monotonic seconds, for step times. */
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+const char *batch_str(json_t *o, const char *key, const char *def) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : def;
 }
 
 int batch_write_json(const char *dir, const char *name, json_t *j, mg_diags *d) {
@@ -88,6 +94,7 @@ json_t *batch_inputs_json(const batch_model *m) {
   return in;
 }
 
+/* OUTDIR/<name>/result.json, or NULL when absent or unreadable. */
 static json_t *load_result(const batch_env *e, const batch_model *m) {
   char path[PATH_MAX + 200];
   snprintf(path, sizeof path, "%s/%s/result.json", e->outdir, m->name);
@@ -210,11 +217,6 @@ static json_t *blocking_ops(json_t *cov, const char *t, int *n_nodes) {
   return out;
 }
 
-/* A string member of o, or `def` when absent or not a string. */
-static const char *str_or(json_t *o, const char *key, const char *def) {
-  const char *s = json_string_value(json_object_get(o, key));
-  return s ? s : def;
-}
 
 /* The first failing check of a verify --json report, as one line. */
 static void verify_reason(const char *json_path, char *out, size_t n) {
@@ -224,16 +226,17 @@ static void verify_reason(const char *json_path, char *out, size_t n) {
   const char *lists[] = {"outputs", NULL};
   for (int k = 0; lists[k] && v; k++)
     json_array_foreach(json_object_get(v, lists[k]), i, o) {
-      if (!strcmp(str_or(o, "status", ""), "PASS")) continue;
-      snprintf(out, n, "parity: %s '%s': %s", lists[k], str_or(o, "name", "?"), str_or(o, "reason", "failed"));
+      if (!strcmp(batch_str(o, "status", ""), "PASS")) continue;
+      snprintf(out, n, "parity: %s '%s': %s", lists[k], batch_str(o, "name", "?"), batch_str(o, "reason", "failed"));
       json_decref(v);
       return;
     }
   json_t *l = v ? json_object_get(v, "layers") : NULL;
-  if (l && strcmp(str_or(l, "status", ""), "PASS")) snprintf(out, n, "parity: layers: %s", str_or(l, "reason", "failed"));
+  if (l && strcmp(batch_str(l, "status", ""), "PASS")) snprintf(out, n, "parity: layers: %s", batch_str(l, "reason", "failed"));
   json_decref(v);
 }
 
+/* The size of dir/leaf, or -1 when it is not there. */
 static long file_bytes(const char *dir, const char *leaf) {
   char p[PATH_MAX + 64];
   struct stat st;
@@ -362,7 +365,7 @@ static json_t *work(worker *w, json_t *inputs) {
     if (!first && strcmp(json_string_value(json_object_get(v, "status")), "pass")) first = k;
   json_object_set_new(res, "status", json_string(first ? "fail" : "pass"));
   if (first && reason[0]) json_object_set_new(res, "reason", json_string(reason)); /* the same for every target */
-  else if (first) json_object_set_new(res, "reason", json_sprintf("%s: %s", first, str_or(json_object_get(tg, first), "reason", "failed")));
+  else if (first) json_object_set_new(res, "reason", json_sprintf("%s: %s", first, batch_str(json_object_get(tg, first), "reason", "failed")));
   json_object_set_new(res, "targets", tg);
   sizes(w);
   return res;

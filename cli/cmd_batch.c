@@ -53,6 +53,7 @@ static void help(FILE *f) {
           "2 bad manifest or usage.\n");
 }
 
+/* Monotonic seconds, for timeouts, the ETA and the log lines. */
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -86,6 +87,7 @@ typedef struct {
   double t0, last_draw;
 } batch_run;
 
+/* "I/N" with 0 <= I < N <= 100000 into *i, *n; 0, or -1. */
 static int parse_shard(const char *s, int *i, int *n) {
   char *end;
   long a = strtol(s, &end, 10);
@@ -97,6 +99,7 @@ static int parse_shard(const char *s, int *i, int *n) {
   return 0;
 }
 
+/* Reads argv into o. EXIT_OK, or the exit code after a message on stderr. */
 static int parse_args(int argc, char **argv, batch_opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -271,6 +274,8 @@ static int cores(void) {
   return n > 0 ? (int)n : 1;
 }
 
+/* The batch once the options are read: the manifest, --check, the selection, the
+ * workers, the report. The exit status. */
 static int batch_main(batch_run *b) {
   mg_diags d;
   mg_diags_init(&d);

@@ -13,13 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *str_or(json_t *o, const char *key, const char *def) {
-  const char *s = json_string_value(json_object_get(o, key));
-  return s ? s : def;
-}
-
+/* qsort order of result objects: by "name". */
 static int by_name(const void *a, const void *b) {
-  return strcmp(str_or(*(json_t *const *)a, "name", ""), str_or(*(json_t *const *)b, "name", ""));
+  return strcmp(batch_str(*(json_t *const *)a, "name", ""), batch_str(*(json_t *const *)b, "name", ""));
 }
 
 /* Adds DIR/<name>/result.json of every subfolder to models (name -> result). */
@@ -38,7 +34,7 @@ static int load_dir(const char *dir, json_t *models, mg_diags *d) {
     if (stat(p, &st)) continue;
     json_error_t je;
     json_t *r = json_load_file(p, 0, &je);
-    const char *name = str_or(r, "name", NULL);
+    const char *name = batch_str(r, "name", NULL);
     if (!r || !name || !json_is_object(json_object_get(r, "targets"))) {
       mg_error(d, MALFORMED, p, NULL, "not a batch result: %s", r ? "no name or targets" : je.text);
       rc = -1;
@@ -88,10 +84,10 @@ static void summarise(json_t *rep, json_t *list) {
       n++;
       rate += json_number_value(json_object_get(r, "converted_rate"));
       conv += json_array_size(json_object_get(r, "blocking_ops")) == 0 && json_object_get(r, "converted_rate");
-      const char *par = str_or(r, "parity", "none");
+      const char *par = batch_str(r, "parity", "none");
       pp += !strcmp(par, "pass"), pf += !strcmp(par, "fail") || !strcmp(par, "error"), none += !strcmp(par, "none");
       json_array_foreach(json_object_get(r, "blocking_ops"), k, o) {
-        const char *op = str_or(o, "op", "?");
+        const char *op = batch_str(o, "op", "?");
         if (!json_object_get(ops, op)) json_object_set_new(ops, op, json_array());
         json_array_append(json_object_get(ops, op), json_object_get(m, "name"));
       }
@@ -115,7 +111,7 @@ static void summarise(json_t *rep, json_t *list) {
         json_t *x = json_array_get(bl, a), *y = json_array_get(bl, c);
         int dx = (int)json_integer_value(json_object_get(x, "models_blocked"));
         int dy = (int)json_integer_value(json_object_get(y, "models_blocked"));
-        if (dy > dx || (dy == dx && strcmp(str_or(y, "op", ""), str_or(x, "op", "")) < 0)) {
+        if (dy > dx || (dy == dx && strcmp(batch_str(y, "op", ""), batch_str(x, "op", "")) < 0)) {
           json_incref(x), json_incref(y);
           json_array_set_new(bl, a, y), json_array_set_new(bl, c, x);
         }
@@ -123,7 +119,7 @@ static void summarise(json_t *rep, json_t *list) {
     json_object_set_new(blocking, tn, bl);
     json_decref(ops);
   }
-  json_array_foreach(list, i, m) passed += !strcmp(str_or(m, "status", ""), "pass");
+  json_array_foreach(list, i, m) passed += !strcmp(batch_str(m, "status", ""), "pass");
   json_object_set_new(rep, "targets", targets);
   json_object_set_new(rep, "summary", json_pack("{s:i,s:i,s:i,s:o}", "models", (int)json_array_size(list), "passed",
                                                 passed, "failed", (int)json_array_size(list) - passed, "by_target", by));
@@ -190,18 +186,18 @@ static int write_junit(json_t *rep, const char *path, mg_diags *d) {
     double secs = json_number_value(json_object_get(json_object_get(m, "measurements"), "total_s"));
     total += secs;
     if (!json_object_size(tg)) { /* a missing model: one case, failed */
-      snprintf(names[k], sizeof names[k], "%s", str_or(m, "name", "?"));
-      cases[k] = (junit_case){names[k], "migc.batch", JUNIT_FAILURE, str_or(m, "reason", "failed"), "missing", NULL, 0};
+      snprintf(names[k], sizeof names[k], "%s", batch_str(m, "name", "?"));
+      cases[k] = (junit_case){names[k], "migc.batch", JUNIT_FAILURE, batch_str(m, "reason", "failed"), "missing", NULL, 0};
       k++;
       continue;
     }
     json_object_foreach(tg, tn, r) {
-      int pass = !strcmp(str_or(r, "status", ""), "pass");
-      snprintf(names[k], sizeof names[k], "%s %s", str_or(m, "name", "?"), tn);
+      int pass = !strcmp(batch_str(r, "status", ""), "pass");
+      snprintf(names[k], sizeof names[k], "%s %s", batch_str(m, "name", "?"), tn);
       snprintf(cls[k], sizeof cls[k], "migc.batch.%s", tn);
-      const char *par = str_or(r, "parity", "none");
+      const char *par = batch_str(r, "parity", "none");
       cases[k] = (junit_case){names[k], cls[k], pass ? JUNIT_PASS : JUNIT_FAILURE,
-                              pass ? NULL : str_or(r, "reason", "failed"),
+                              pass ? NULL : batch_str(r, "reason", "failed"),
                               !strcmp(par, "fail") ? "parity" : json_array_size(json_object_get(r, "blocking_ops")) ? "not-converted" : "failed",
                               NULL, secs / (double)json_object_size(tg)};
       k++;

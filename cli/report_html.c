@@ -9,11 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *str_or(json_t *o, const char *key, const char *def) {
-  const char *s = json_string_value(json_object_get(o, key));
-  return s ? s : def;
-}
-
+/* Text for HTML element content and attribute values. */
 static void esc_html(cg_buf *b, const char *s) {
   for (; s && *s; s++) {
     if (*s == '<') cg_buf_printf(b, "&lt;");
@@ -37,15 +33,16 @@ static void esc_md(cg_buf *b, const char *s) {
  * "error" (convert failed: no rate). */
 static void cell_text(json_t *r, char *out, size_t n) {
   json_t *rate = json_object_get(r, "converted_rate");
-  const char *par = str_or(r, "parity", "none"), *st = str_or(r, "status", "fail");
+  const char *par = batch_str(r, "parity", "none"), *st = batch_str(r, "status", "fail");
   const char *verdict = !strcmp(par, "pass") ? "parity pass" : !strcmp(par, "fail") ? "parity FAIL"
-                      : !strcmp(par, "error") ? "verify error" : !strcmp(str_or(r, "build", ""), "failed") ? "build failed"
+                      : !strcmp(par, "error") ? "verify error" : !strcmp(batch_str(r, "build", ""), "failed") ? "build failed"
                       : json_array_size(json_object_get(r, "blocking_ops")) ? "not converted"
                       : !strcmp(st, "pass") ? "converted" : "failed";
   if (rate) snprintf(out, n, "%.1f%% %s", 100 * json_number_value(rate), verdict);
   else snprintf(out, n, "%s", verdict);
 }
 
+/* A model's measurement `key`; 0 when it has none (a model that never ran). */
 static double meas(json_t *m, const char *key) {
   return json_number_value(json_object_get(json_object_get(m, "measurements"), key));
 }
@@ -76,8 +73,8 @@ char *report_markdown(json_t *rep) {
   cg_buf_printf(&b, "---|---|\n");
   json_array_foreach(json_object_get(rep, "models"), i, m) {
     cg_buf_printf(&b, "| ");
-    esc_md(&b, str_or(m, "name", "?"));
-    cg_buf_printf(&b, " | %s |", !strcmp(str_or(m, "status", ""), "pass") ? "pass" : "**FAIL**");
+    esc_md(&b, batch_str(m, "name", "?"));
+    cg_buf_printf(&b, " | %s |", !strcmp(batch_str(m, "status", ""), "pass") ? "pass" : "**FAIL**");
     json_array_foreach(targets, k, t) {
       json_t *r = json_object_get(json_object_get(m, "targets"), json_string_value(t));
       char c[96] = "-";
@@ -85,7 +82,7 @@ char *report_markdown(json_t *rep) {
       cg_buf_printf(&b, " %s |", c);
     }
     cg_buf_printf(&b, " %.1f | ", meas(m, "total_s"));
-    esc_md(&b, str_or(m, "reason", ""));
+    esc_md(&b, batch_str(m, "reason", ""));
     cg_buf_printf(&b, " |\n");
   }
   cg_buf_printf(&b, "\n## Ops that block the most models\n\n");
@@ -96,7 +93,7 @@ char *report_markdown(json_t *rep) {
     json_array_foreach(bl, k, o) {
       if (!any++) cg_buf_printf(&b, "| target | op | models blocked | models |\n|---|---|---|---|\n");
       cg_buf_printf(&b, "| %s | ", json_string_value(t));
-      esc_md(&b, str_or(o, "op", "?"));
+      esc_md(&b, batch_str(o, "op", "?"));
       cg_buf_printf(&b, " | %lld | ", json_integer_value(json_object_get(o, "models_blocked")));
       json_array_foreach(json_object_get(o, "models"), j, n) {
         cg_buf_printf(&b, "%s", j ? ", " : "");
@@ -138,6 +135,7 @@ static void plot(cg_buf *b, json_t *rep) {
   cg_buf_printf(b, "</svg>\n");
 }
 
+/* The model x target table (table#matrix), one row per model with data-model set. */
 static void matrix(cg_buf *b, json_t *rep) {
   json_t *targets = json_object_get(rep, "targets"), *m, *t;
   size_t i, k;
@@ -146,25 +144,26 @@ static void matrix(cg_buf *b, json_t *rep) {
   json_array_foreach(targets, i, t) cg_buf_printf(b, "<th>%s</th>", json_string_value(t));
   cg_buf_printf(b, "<th>reason</th></tr></thead><tbody>\n");
   json_array_foreach(json_object_get(rep, "models"), i, m) {
-    int pass = !strcmp(str_or(m, "status", ""), "pass");
+    int pass = !strcmp(batch_str(m, "status", ""), "pass");
     cg_buf_printf(b, "<tr data-model=\"");
-    esc_html(b, str_or(m, "name", "?"));
+    esc_html(b, batch_str(m, "name", "?"));
     cg_buf_printf(b, "\"><td>");
-    esc_html(b, str_or(m, "name", "?"));
+    esc_html(b, batch_str(m, "name", "?"));
     cg_buf_printf(b, "</td><td class=\"%s\">%s</td>", pass ? "pass" : "fail", pass ? "pass" : "FAIL");
     json_array_foreach(targets, k, t) {
       json_t *r = json_object_get(json_object_get(m, "targets"), json_string_value(t));
       char c[96] = "-";
       if (r) cell_text(r, c, sizeof c);
-      cg_buf_printf(b, "<td class=\"%s\">%s</td>", !r ? "" : !strcmp(str_or(r, "status", ""), "pass") ? "pass" : "fail", c);
+      cg_buf_printf(b, "<td class=\"%s\">%s</td>", !r ? "" : !strcmp(batch_str(r, "status", ""), "pass") ? "pass" : "fail", c);
     }
     cg_buf_printf(b, "<td>");
-    esc_html(b, str_or(m, "reason", ""));
+    esc_html(b, batch_str(m, "reason", ""));
     cg_buf_printf(b, "</td></tr>\n");
   }
   cg_buf_printf(b, "</tbody></table>\n");
 }
 
+/* Per target, the blocking ops with the models each blocks. */
 static void blockers(cg_buf *b, json_t *rep) {
   json_t *targets = json_object_get(rep, "targets"), *t, *o, *n;
   size_t i, k, j;
@@ -180,7 +179,7 @@ static void blockers(cg_buf *b, json_t *rep) {
                      "<th>models</th></tr></thead><tbody>\n", json_string_value(t));
     json_array_foreach(bl, k, o) {
       cg_buf_printf(b, "<tr><td>");
-      esc_html(b, str_or(o, "op", "?"));
+      esc_html(b, batch_str(o, "op", "?"));
       cg_buf_printf(b, "</td><td>%lld</td><td>", json_integer_value(json_object_get(o, "models_blocked")));
       json_array_foreach(json_object_get(o, "models"), j, n) {
         cg_buf_printf(b, "%s", j ? ", " : "");
@@ -192,6 +191,7 @@ static void blockers(cg_buf *b, json_t *rep) {
   }
 }
 
+/* Time, peak memory and sizes per model. */
 static void times(cg_buf *b, json_t *rep) {
   json_t *m;
   size_t i;
@@ -201,7 +201,7 @@ static void times(cg_buf *b, json_t *rep) {
   json_array_foreach(json_object_get(rep, "models"), i, m) {
     json_t *in = json_object_get(m, "inputs");
     cg_buf_printf(b, "<tr><td>");
-    esc_html(b, str_or(m, "name", "?"));
+    esc_html(b, batch_str(m, "name", "?"));
     cg_buf_printf(b, "</td><td>%.2f</td><td>%.2f</td><td>%.1f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.0f</td></tr>\n",
                   meas(m, "total_s"), meas(m, "convert_s"), meas(m, "peak_rss_kb") / 1024,
                   json_number_value(json_object_get(json_object_get(in, "onnx"), "bytes")) / 1e6,
