@@ -50,7 +50,8 @@ int batch_parse_targets(const char *list);
 /* Reads MANIFEST (JSON, docs/batch-manifest.schema.json) or, when path is a folder,
  * takes every *.onnx under it (with a .pth or .safetensors of the same stem beside
  * it). Relative paths are taken from the manifest's folder. Models without targets
- * get default_targets (the manifest's "defaults", then these). check_files: every
+ * get default_targets (--targets) when not 0, else the manifest's "defaults", else
+ * cpu. check_files: every
  * file named must exist (`migc batch --check`). 0, or -1 with one diagnostic naming
  * the file and the problem. */
 int batch_manifest_load(const char *path, int default_targets, int check_files, batch_manifest *out, mg_diags *d);

@@ -268,8 +268,10 @@ static int read_manifest(json_t *root, const char *base, int def_targets, int ch
       if (!json_is_object(v)) mg_error(d, INVALID, NULL, NULL, "\"defaults\" must be an object {targets}");
       return -1;
     }
-    if (json_object_get(v, "targets") && get_targets(json_object_get(v, "targets"), &def_targets, "defaults", d))
+    int from_file = 0; /* checked either way; --targets (def_targets set) wins */
+    if (json_object_get(v, "targets") && get_targets(json_object_get(v, "targets"), &from_file, "defaults", d))
       return -1;
+    if (!def_targets) def_targets = from_file;
   }
   if (!json_is_array(models) || !json_array_size(models)) {
     mg_error(d, INVALID, NULL, NULL, "\"models\" must be a non-empty array");
@@ -350,7 +352,7 @@ int batch_manifest_load(const char *path, int default_targets, int check_files, 
   d->file = out->path;
   if (cli_is_dir(path)) {
     int cap = 0;
-    if (scan(path, "", default_targets, out, &cap, 0, d)) return -1;
+    if (scan(path, "", default_targets ? default_targets : BT_CPU, out, &cap, 0, d)) return -1;
     qsort(out->models, (size_t)out->n, sizeof *out->models, cmp_model);
     for (int i = 1; i < out->n; i++)
       if (!strcmp(out->models[i].name, out->models[i - 1].name)) {
@@ -372,6 +374,8 @@ int batch_manifest_load(const char *path, int default_targets, int check_files, 
   snprintf(base, sizeof base, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
   if (!base[0]) snprintf(base, sizeof base, "/");
   int rc = read_manifest(root, base, default_targets, check_files, out, d);
+  for (int i = 0; i < out->n; i++) /* neither --targets, nor defaults, nor the model's own */
+    if (!out->models[i].targets) out->models[i].targets = BT_CPU;
   json_decref(root);
   return rc;
 }

@@ -41,8 +41,8 @@ static void help(FILE *f) {
           "  --shard I/N     only the models whose name hashes to I modulo N (SHA-256 of the\n"
           "                  name, first 8 bytes big-endian): shards 0..N-1 cover the manifest once\n"
           "  --resume        skip models whose result.json exists with the same input hashes\n"
-          "  --targets LIST  targets of models that name none (default: the manifest's defaults,\n"
-          "                  else cpu): cpu, ascend, mindspore\n"
+          "  --targets LIST  targets of the models that name none, over the manifest's defaults\n"
+          "                  (default: those, else cpu): cpu, ascend, mindspore\n"
           "  --timeout S     seconds a model may take (default 3600; a manifest entry's own\n"
           "                  \"timeout\" wins)\n"
           "  --junit F       the JUnit report also to F\n"
@@ -279,7 +279,7 @@ static int cores(void) {
 static int batch_main(batch_run *b) {
   mg_diags d;
   mg_diags_init(&d);
-  int defaults = b->o.targets ? batch_parse_targets(b->o.targets) : BT_CPU;
+  int defaults = b->o.targets ? batch_parse_targets(b->o.targets) : 0;
   if (batch_manifest_load(b->o.manifest, defaults, b->o.check, &b->man, &d)) {
     cli_report(&d);
     mg_diags_free(&d);

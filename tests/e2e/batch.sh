@@ -237,17 +237,17 @@ echo "$r" | grep -q "timeout" && [ "$(pgrep -f -- "sleep 31.4159" | wc -l)" = 0 
   ok "--timeout: killed with its steps, failed: $r" || bad "timeout: '$r', $(pgrep -f -- "sleep 31.4159" | wc -l) left running"
 
 # --- the Slurm array of docs/batch.md, through a stand-in sbatch that runs it here
+# on the quick half of the manifest (the models that fail at once): the array's plumbing is the point
+cat > "$work/quick.json" <<'EOF'
+{"models": [{"name": "broken", "onnx": "broken.onnx"}, {"name": "unsupported", "onnx": "unsupported.onnx"}]}
+EOF
+"$MIGC" batch "$work/quick.json" -o "$work/quick" > /dev/null 2>&1
 mkdir -p "$work/slurm/bin"
 ln -s "$ROOT/tests/fixtures/sbatch_standin.sh" "$work/slurm/bin/sbatch"
 # the first two bash blocks under "### Slurm array": the array script, then its submission
 awk -v out="$work/slurm" '/^### Slurm array/ {s = 1} s && /^```bash/ {n++; f = 1; next} f && /^```/ {f = 0; if (n == 2) exit; next}
      f {print > (out (n == 1 ? "/zoo-array.sh" : "/submit.sh"))}' docs/batch.md
 if [ -s "$work/slurm/zoo-array.sh" ] && [ -s "$work/slurm/submit.sh" ]; then
-  # the quick half of the manifest (the models that fail at once): the array's plumbing is the point here
-  cat > "$work/quick.json" <<'EOF'
-{"models": [{"name": "broken", "onnx": "broken.onnx"}, {"name": "unsupported", "onnx": "unsupported.onnx"}]}
-EOF
-  "$MIGC" batch "$work/quick.json" -o "$work/quick" > /dev/null 2>&1
   (cd "$work/slurm" && PATH="$work/slurm/bin:$PATH" MIGC="$MIGC" MANIFEST="$work/quick.json" RESULTS="$work/slurm/results" \
      SBATCH_LOG="$work/slurm/sbatch.log" bash submit.sh) > /dev/null 2>&1
   n=$(ls -d "$work"/slurm/results/shard-* 2> /dev/null | wc -l)
@@ -280,9 +280,12 @@ r=$(jq -r '.models[] | select(.name == "conv1d") | .reason' "$work/crash/report.
   ok "a crashing build fails its model ($r) and the batch goes on" || bad "crash: '$r'"
 
 # --- on a terminal: the live line (done/total, failures, running models, ETA)
-script -qec "'$MIGC' batch '$work/quick.json' -o '$work/tty'" /dev/null > "$work/tty.out" 2>&1
+script -qec "'$MIGC' batch '$work/quick.json' -o '$work/tty' --targets cpu,ascend" /dev/null > "$work/tty.out" 2>&1
 grep -q $'\r\033\[K\[2/2\] 2 failed' "$work/tty.out" && grep -q 'ETA' "$work/tty.out" &&
   ok "on a terminal: the live line [done/total] failures | models | ETA" || bad "tty: $(tr '\r' '\n' < "$work/tty.out" | head -5)"
+# broken names no targets: --targets gives it two; unsupported names none either
+[ "$(grep -c '<testcase ' "$work/tty/junit.xml")" = 4 ] && ok "--targets cpu,ascend for the models that name none (4 testcases)" ||
+  bad "--targets: $(grep -c '<testcase ' "$work/tty/junit.xml") testcases"
 
 # --- a folder instead of a manifest
 mkdir -p "$work/dir/sub"

@@ -22,8 +22,8 @@ unset CCACHE_DIR
 mkdir -p "$fix"
 add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a + b }'; }
 for m in ${MODELS//,/ }; do
-  [ -f "$fix/$m/ref.json" ] || /usr/bin/python3 tools/torch_reference.py torchvision.models:$m --input-shape 1x3x224x224 \
-    --perturb --no-stability -o "$fix/$m" > "$fix/$m.log" 2>&1 || { echo "FAIL torch_reference.py $m"; exit 1; }
+  [ -f "$fix/$m/ref.json" ] || /usr/bin/python3 tools/torch_reference.py tests.fixtures.batch_models:$m --input-shape 1x3x224x224 \
+    --perturb -o "$fix/$m" > "$fix/$m.log" 2>&1 || { echo "FAIL torch_reference.py $m"; exit 1; }
 done
 t() { local s; s=$(date +%s.%N); "$@" > /dev/null 2>&1 || echo "step failed: $*" >&2; add "$(date +%s.%N)" "-$s"; }
 jobs=$(nproc)

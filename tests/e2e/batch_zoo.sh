@@ -30,7 +30,7 @@ if command -v ccache >/dev/null; then export CC="ccache cc" CCACHE_DIR=${CCACHE_
 # reference folders (cached: torch_reference.py writes each once)
 for m in ${ZOO//,/ }; do
   [ -f "$fix/$m/ref.json" ] ||
-    $PY tools/torch_reference.py torchvision.models:$m --input-shape 1x3x224x224 --perturb --no-stability \
+    $PY tools/torch_reference.py tests.fixtures.batch_models:$m --input-shape 1x3x224x224 --perturb \
       -o "$fix/$m" > "$fix/$m.log" 2>&1 || echo "torch_reference.py $m failed: $(tail -1 "$fix/$m.log")" &
   par_wait_slot
 done
