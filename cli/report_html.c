@@ -29,8 +29,8 @@ static void esc_md(cg_buf *b, const char *s) {
   }
 }
 
-/* One matrix cell's text: "100.0% pass", "66.7% not converted", "build failed",
- * "error" (convert failed: no rate). */
+/* One matrix cell's text: "100.0% parity pass", "66.7% not converted", "100.0% build
+ * failed", "convert failed" (no rate), or "failed" (a worker that did not finish). */
 static void cell_text(json_t *r, char *out, size_t n) {
   json_t *rate = json_object_get(r, "converted_rate");
   const char *par = batch_str(r, "parity", "none"), *st = batch_str(r, "status", "fail");
@@ -39,7 +39,7 @@ static void cell_text(json_t *r, char *out, size_t n) {
                       : json_array_size(json_object_get(r, "blocking_ops")) ? "not converted"
                       : !strcmp(st, "pass") ? "converted" : "failed";
   if (rate) snprintf(out, n, "%.1f%% %s", 100 * json_number_value(rate), verdict);
-  else snprintf(out, n, "%s", verdict);
+  else snprintf(out, n, "%s", !strncmp(batch_str(r, "reason", ""), "convert:", 8) ? "convert failed" : verdict);
 }
 
 /* A model's measurement `key`; 0 when it has none (a model that never ran). */
