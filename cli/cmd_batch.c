@@ -8,10 +8,12 @@
  * schedules nothing beyond this machine: --shard takes a stable subset, so that a
  * Slurm array, a Kubernetes Indexed Job or a CI matrix can run the shards, and
  * `migc report` merges their folders (docs/batch.md). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "batch.h"
 #include "cli.h"
 #include "writer.h"
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,8 +270,11 @@ static int write_batch_json(batch_run *b, mg_diags *d) {
   return rc;
 }
 
-/* The cores this process may use. */
+/* The cores this process may use: its affinity mask, which is what a Slurm task or
+ * a container's cpuset leaves it, else the online CPUs. */
 static int cores(void) {
+  cpu_set_t set;
+  if (!sched_getaffinity(0, sizeof set, &set) && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
 }
