@@ -37,6 +37,8 @@ test: setup build build-asan
 test-zoo: setup build
 	@tests/e2e/zoo.sh $(BUILD)
 	@tests/e2e/mindspore_zoo.sh $(BUILD)
+	@tests/e2e/batch_zoo.sh $(BUILD)
+	@tests/e2e/batch_speed.sh $(BUILD)
 
 demo: setup build
 	@tools/demo.sh $(BUILD)

@@ -15,6 +15,8 @@ int cmd_coverage(int argc, char **argv);
 int cmd_weights(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Prints every recorded diagnostic to stderr, one line each. */
 void cli_report(const mg_diags *d);
@@ -37,6 +39,23 @@ struct rule_set;
 int cli_coverage_rules(struct rule_set **rs, mg_diags *d);
 
 int cli_coverage_write(void *models, int n, const int *on, const char *format, const char *out);
+/* The script of the HTML reports (coverage, batch): clicking a header of a
+ * table.sortable sorts its rows by that column (numbers as numbers), again to reverse. */
+#define CLI_SORTABLE_JS                                                                                      \
+  "<script>\n"                                                                                               \
+  "document.querySelectorAll('table.sortable th').forEach(function(th, col) {\n"                             \
+  "  th.addEventListener('click', function() {\n"                                                            \
+  "    var body = th.closest('table').tBodies[0], rows = Array.from(body.rows);\n"                           \
+  "    var asc = th.dataset.dir !== 'asc'; th.dataset.dir = asc ? 'asc' : 'desc';\n"                         \
+  "    rows.sort(function(a, b) {\n"                                                                         \
+  "      var x = a.cells[col].textContent, y = b.cells[col].textContent, nx = parseFloat(x), ny = parseFloat(y);\n" \
+  "      var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);\n"                               \
+  "      return asc ? c : -c; });\n"                                                                         \
+  "    rows.forEach(function(r) { body.appendChild(r); }); }); });\n"                                        \
+  "</script>\n"
+/* Whether p is a directory / a regular file (following links). */
+int cli_is_dir(const char *p);
+int cli_is_file(const char *p);
 /* True if argv has -h/--help. */
 int cli_wants_help(int argc, char **argv);
 /* The first of inputs[0..n) (NULL entries skipped) that is the same file as `out`

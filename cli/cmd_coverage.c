@@ -322,17 +322,7 @@ static void to_html(const report *r, FILE *f) {
     }
     fprintf(f, "</tbody></table>\n");
   }
-  fprintf(f, "<script>\n"
-             "document.querySelectorAll('table.sortable th').forEach(function(th, col) {\n"
-             "  th.addEventListener('click', function() {\n"
-             "    var body = th.closest('table').tBodies[0], rows = Array.from(body.rows);\n"
-             "    var asc = th.dataset.dir !== 'asc'; th.dataset.dir = asc ? 'asc' : 'desc';\n"
-             "    rows.sort(function(a, b) {\n"
-             "      var x = a.cells[col].textContent, y = b.cells[col].textContent, nx = parseFloat(x), ny = parseFloat(y);\n"
-             "      var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);\n"
-             "      return asc ? c : -c; });\n"
-             "    rows.forEach(function(r) { body.appendChild(r); }); }); });\n"
-             "</script>\n</body></html>\n");
+  fprintf(f, "%s</body></html>\n", CLI_SORTABLE_JS);
 }
 
 int cli_coverage_write(void *models, int n, const int *on, const char *format, const char *out) {

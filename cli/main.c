@@ -20,6 +20,8 @@ static const struct {
     {"run", cmd_run, "run a model with the reference interpreter on .npy inputs"},
     {"conformance", cmd_conformance, "run ONNX backend test folders; N passed, N failed, N skipped"},
     {"verify", cmd_verify, "parity gate: outputs and gradients against PyTorch, first diverging node, JUnit"},
+    {"batch", cmd_batch, "a model zoo: convert, build and verify each model, parallel, resumable, shardable"},
+    {"report", cmd_report, "merge batch folders (shards) into one report: json, md, html, JUnit"},
 };
 
 static void usage(FILE *f) {
@@ -70,6 +72,16 @@ int cli_parse_bytes(const char *s, double *out) {
   if (*end) return -1;
   *out = (double)v * scale;
   return 0;
+}
+
+int cli_is_dir(const char *p) {
+  struct stat st;
+  return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+int cli_is_file(const char *p) {
+  struct stat st;
+  return !stat(p, &st) && S_ISREG(st.st_mode);
 }
 
 int cli_wants_help(int argc, char **argv) {

@@ -62,6 +62,7 @@ suite "MindSpore harmful mutations fail the parity check (padding order, LayerNo
 suite "MindSpore package: config.json schema, ModelArts service 200/400, export.py, Lite/ATC command lines, hostile names" bash tests/e2e/mindspore_package.sh "$BUILD"
 suite "coverage says what convert does (zoo both styles, conformance; with and without --input-shape)" bash tests/e2e/coverage_agreement.sh "$BUILD"
 suite "coverage: zoo and node reports, honesty, rules errors, HTML" bash tests/e2e/coverage.sh "$BUILD"
+suite "migc batch + report: 4-model manifest, -j 2, resume after SIGKILL, 3 shards merged, timeout, Slurm stand-in, JUnit, HTML" bash tests/e2e/batch.sh "$BUILD"
 [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (30 s)" bash tests/fuzz/run.sh 30
 
 echo
