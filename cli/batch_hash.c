@@ -26,9 +26,18 @@ static const uint32_t K[64] = {
 /* Rotate right by n (0 < n < 32). */
 static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-/* One 64-byte block into the state. */
+/* One 64-byte block into the state: the eight working variables rotate through the
+ * argument order of ROUND instead of being moved (a memmove per round costs 3x). */
+#define S0(x) (rotr(x, 2) ^ rotr(x, 13) ^ rotr(x, 22))
+#define S1(x) (rotr(x, 6) ^ rotr(x, 11) ^ rotr(x, 25))
+#define ROUND(a, b, c, d, e, f, g, h, i)                                     \
+  do {                                                                       \
+    uint32_t t1 = h + S1(e) + ((e & f) ^ (~e & g)) + K[i] + w[i];            \
+    d += t1;                                                                 \
+    h = t1 + S0(a) + ((a & b) ^ (a & c) ^ (b & c));                          \
+  } while (0)
 static void block(sha256_ctx *c, const uint8_t *p) {
-  uint32_t w[64], s[8];
+  uint32_t w[64];
   for (int i = 0; i < 16; i++)
     w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
   for (int i = 16; i < 64; i++) {
@@ -36,16 +45,22 @@ static void block(sha256_ctx *c, const uint8_t *p) {
     uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
-  memcpy(s, c->h, sizeof s);
-  for (int i = 0; i < 64; i++) {
-    uint32_t t1 = s[7] + (rotr(s[4], 6) ^ rotr(s[4], 11) ^ rotr(s[4], 25)) + ((s[4] & s[5]) ^ (~s[4] & s[6])) + K[i] + w[i];
-    uint32_t t2 = (rotr(s[0], 2) ^ rotr(s[0], 13) ^ rotr(s[0], 22)) + ((s[0] & s[1]) ^ (s[0] & s[2]) ^ (s[1] & s[2]));
-    memmove(s + 1, s, 7 * sizeof s[0]);
-    s[4] += t1;
-    s[0] = t1 + t2;
+  uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3], e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
+  for (int i = 0; i < 64; i += 8) {
+    ROUND(a, b, cc, d, e, f, g, h, i);
+    ROUND(h, a, b, cc, d, e, f, g, i + 1);
+    ROUND(g, h, a, b, cc, d, e, f, i + 2);
+    ROUND(f, g, h, a, b, cc, d, e, i + 3);
+    ROUND(e, f, g, h, a, b, cc, d, i + 4);
+    ROUND(d, e, f, g, h, a, b, cc, i + 5);
+    ROUND(cc, d, e, f, g, h, a, b, i + 6);
+    ROUND(b, cc, d, e, f, g, h, a, i + 7);
   }
-  for (int i = 0; i < 8; i++) c->h[i] += s[i];
+  c->h[0] += a, c->h[1] += b, c->h[2] += cc, c->h[3] += d, c->h[4] += e, c->h[5] += f, c->h[6] += g, c->h[7] += h;
 }
+#undef ROUND
+#undef S1
+#undef S0
 
 /* The initial hash value (FIPS 180-4, 5.3.3). */
 static void init(sha256_ctx *c) {
