@@ -1,5 +1,7 @@
 /* migc: model migration compiler. */
 #include "cli.h"
+#include "mapfile.h"
+#include "outfile.h"
 #include "tmpfiles.h"
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +56,11 @@ const char *cli_input_named(const char *out, const char *const *inputs, int n) {
   return NULL;
 }
 
+void cli_output_rule(int force, const char *const *inputs, int n) {
+  mg_out_run(force);
+  for (int i = 0; i < n; i++) mg_out_note_input(inputs[i]);
+}
+
 int cli_parse_bytes(const char *s, double *out) {
   char *end;
   errno = 0;
@@ -92,8 +99,20 @@ int main(int argc, char **argv) {
     printf("migc 0.1.0\n");
     return EXIT_OK;
   }
+  mg_map_install_sigbus(); /* an input truncated while mapped is bad input, not a crash */
+  mg_out_run(0);           /* the output rule, strict until a command reads its --force */
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name)) {
+      int rc = commands[i].run(argc - 1, argv + 1);
+      if (mg_map_truncated()) { /* whatever the command concluded, it read zeros */
+        mg_diags d;
+        mg_diags_init(&d);
+        if (!mg_map_reported() && mg_map_check(&d)) cli_report(&d);
+        mg_diags_free(&d);
+        rc = EXIT_BAD_INPUT;
+      }
+      return rc;
+    }
   fprintf(stderr, "migc: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return EXIT_BAD_INPUT;

@@ -1,4 +1,5 @@
 #include "onnx_import.h"
+#include "mapfile.h"
 #include "import_internal.h"
 #include "onnx_wire.h"
 #include <errno.h>
@@ -818,7 +819,7 @@ int onnx_import(const char *path, mg_diags *d, mg_model **out) {
   size_t len = (size_t)st.st_size;
   void *p = NULL;
   if (len) {
-    p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    p = mg_map_file(fd, len, path); /* a truncation is a diagnostic, not SIGBUS */
     if (p == MAP_FAILED) {
       close(fd);
       mg_error(d, IO, NULL, NULL, "cannot map: %s", strerror(errno));
@@ -838,12 +839,12 @@ int onnx_import(const char *path, mg_diags *d, mg_model **out) {
     if (!(*out)->path || (p && mg_model_add_mapping(*out, p, len))) {
       mg_model_free(*out);
       *out = NULL;
-      if (p) munmap(p, len);
+      if (p) mg_unmap_file(p, len);
       mg_error(d, OOM, NULL, NULL, "out of memory");
       rc = -1;
     }
   } else if (p) {
-    munmap(p, len);
+    mg_unmap_file(p, len);
   }
   d->file = saved;
   return rc;
