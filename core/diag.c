@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { MG_DIAG_CAP = 10000 }; /* beyond this, count but do not store */
 
 static const char *const code_names[] = {
 #define X(name, str) str,

@@ -38,6 +38,10 @@ typedef struct {
   char *message;
 } mg_diag;
 
+/* Records kept per list: beyond this they are counted (errors, warnings,
+ * dropped) but not stored. */
+enum { MG_DIAG_CAP = 10000 };
+
 typedef struct mg_diags {
   mg_diag *items;
   size_t count, cap;

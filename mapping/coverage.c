@@ -30,6 +30,16 @@ static int oom(cov_model *cm) {
   return -1;
 }
 
+/* Whether d recorded running out of memory from item first on (or lost a record
+ * to it): a check that failed for want of memory says nothing about the model,
+ * so the analysis fails instead of reporting what the check did not see. */
+static int oom_since(const mg_diags *d, size_t first) {
+  if (d->dropped && d->count < MG_DIAG_CAP) return 1; /* lost below the cap: to memory */
+  for (size_t i = first; i < d->count; i++)
+    if (d->items[i].code == MG_D_OOM) return 1;
+  return 0;
+}
+
 static void init(cov_model *cm, const char *path) {
   memset(cm, 0, sizeof *cm);
   mg_arena_init(&cm->arena, 64 * 1024);
@@ -263,7 +273,12 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   m->derive_shapes_only = 1; /* as convert prepares it: no shape taken on trust */
   const char *saved = d->file;
   d->file = path;
+  size_t first = d->count;
   if (mg_prepare(m, ov, n_ov, d)) { /* shapes stay partly unknown; mapping still runs */
+    if (oom_since(d, first)) {
+      d->file = saved;
+      goto oom;
+    }
     cm->prepare_failed = 1;
     mg_warn(d, SHAPE, NULL, NULL, "shape inference failed; statuses that need shapes say dynamic-shape");
   }
@@ -276,6 +291,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     msm->keep_param_paths = 1;
     int rc = mg_prepare(msm, ov, n_ov, &quiet) || ms_check(msm, rs[MAP_TARGET_MINDSPORE], &quiet) < 0
                  ? 0 : coverage_emitter(cm, MAP_TARGET_MINDSPORE, &quiet, 0);
+    rc |= oom_since(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -285,6 +301,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     mg_diags quiet;
     mg_diags_init(&quiet);
     int rc = asc_check(m, rs[MAP_TARGET_ASCEND], &quiet) < 0 ? 0 : coverage_emitter(cm, MAP_TARGET_ASCEND, &quiet, 0);
+    rc |= oom_since(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -293,6 +310,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     mg_diags quiet;
     mg_diags_init(&quiet);
     int rc = cpu_check(m, &quiet) < 0 ? coverage_cpu_failed(cm, &quiet, 0) : coverage_cpu(cm, &quiet, 0);
+    rc |= oom_since(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -315,6 +333,7 @@ int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, ru
     char line[1024] = "cannot be read";
     if (d->count > first) mg_diag_format(&d->items[first], line, sizeof line);
     cm->error = mg_arena_strdup(&cm->arena, line);
+    if (!cm->error) cm->error = "cannot be read (out of memory)";
     return -1;
   }
   int rc = coverage_analyze_model(m, path, ov, n_ov, rs, cpu_check, ms_check, asc_check, cm, d);
