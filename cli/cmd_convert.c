@@ -394,13 +394,25 @@ static int import_model(convert_job *j) {
   return 0;
 }
 
+/* A step of the coverage analysis failed (out of memory, cm.error says): an
+ * internal error, said on j->d. */
+static void coverage_failed(convert_job *j) {
+  mg_error(&j->d, OOM, NULL, NULL, "coverage: %s", j->cm.error ? j->cm.error : "out of memory");
+  j->rc = EXIT_INTERNAL;
+}
+
 /* The coverage report is this conversion's: the model's own nodes are recorded
  * before preparation, the rules applied after it, the CPU column taken from the
  * C emitter's diagnostics. */
 static int begin_coverage(convert_job *j) {
   if (!j->m || j->cpu_only) return 0;
-  if (cli_coverage_rules(j->rs, &j->d) || coverage_begin(&j->cm, j->m, j->model)) {
+  if (cli_coverage_rules(j->rs, &j->d)) {
     j->rc = EXIT_BAD_INPUT;
+    return -1;
+  }
+  if (coverage_begin(&j->cm, j->m, j->model)) {
+    coverage_failed(j);
+    coverage_free(&j->cm);
     return -1;
   }
   j->have_cm = 1;
@@ -450,7 +462,7 @@ static int prepare_model(convert_job *j) {
     return -1;
   }
   if (j->have_cm && coverage_map(&j->cm, j->m, j->rs)) {
-    j->rc = EXIT_INTERNAL;
+    coverage_failed(j);
     return -1;
   }
   return 0;
@@ -498,7 +510,8 @@ static int write_checkpoint(convert_job *j) {
   wt_export_opts eo = {MG_UNDEFINED, 0, j->force, j->weights ? j->weights : j->model, j->model, j->weights != NULL,
                        j->max_output_bytes};
   wt_export_stats st;
-  int erc = (j->rules = wt_rules_new()) && !wt_rules_load(j->rules, builtin, &j->d)
+  if (!(j->rules = wt_rules_new())) mg_error(&j->d, OOM, NULL, NULL, "out of memory loading the naming rules");
+  int erc = j->rules && !wt_rules_load(j->rules, builtin, &j->d)
                 ? wt_export_ckpt(j->src, j->rules, j->m, j->binds, j->n_binds, ckpt, map, &eo, &st, &j->d)
                 : -1;
   if (erc == 1) {
@@ -596,7 +609,7 @@ static int write_coverage(convert_job *j) {
       (j->ms_model && coverage_emitter(&j->cm, MAP_TARGET_MINDSPORE, &j->d, j->first_ms_diag)) ||
       (j->asc_model && coverage_emitter(&j->cm, MAP_TARGET_ASCEND, &j->d, j->first_asc_diag)) ||
       coverage_end(&j->cm)) {
-    j->rc = EXIT_INTERNAL;
+    coverage_failed(j);
     return -1;
   }
   if (cli_coverage_write(&j->cm, 1, on, "json", cov_json) || cli_coverage_write(&j->cm, 1, on, "md", cov_md))

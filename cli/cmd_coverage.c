@@ -375,7 +375,11 @@ int cli_coverage_rules(rule_set **rs, mg_diags *d) {
   const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/aclnn.xml", dir);
-  if (!rs[1] || !rs[2] || rules_load(rs[1], path, d)) return -1;
+  if (!rs[1] || !rs[2]) {
+    mg_error(d, OOM, NULL, NULL, "out of memory loading the rules");
+    return -1;
+  }
+  if (rules_load(rs[1], path, d)) return -1;
   snprintf(path, sizeof path, "%s/mindspore.xml", dir);
   return rules_load(rs[2], path, d) ? -1 : 0;
 }
@@ -474,6 +478,7 @@ int cmd_coverage(int argc, char **argv) {
   if (rc) goto done;
   r.models = calloc((size_t)n_models, sizeof *r.models);
   if (!r.models) {
+    mg_error(&d, OOM, NULL, NULL, "out of memory");
     rc = EXIT_INTERNAL;
     goto done;
   }

@@ -720,6 +720,8 @@ int cmd_verify(int argc, char **argv) {
     goto out;
   }
   rc = any_failed ? EXIT_PARITY : EXIT_OK;
+  /* a comparison memory refused is no parity verdict */
+  if (mg_diags_oom(&v->d, 0)) rc = EXIT_INTERNAL;
 out:
   cli_report(&v->d);
   vctx_free(v);

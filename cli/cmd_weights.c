@@ -117,6 +117,7 @@ int cmd_weights(int argc, char **argv) {
   snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (!rules) mg_error(&d, OOM, NULL, NULL, "out of memory loading the naming rules");
   if (!rules || wt_rules_load(rules, builtin, &d) || (user_rules && wt_rules_load(rules, user_rules, &d)) ||
       weights_open(src, key, &s, &d)) {
     rc = EXIT_BAD_INPUT;

@@ -41,6 +41,13 @@ static char *dup_or_null(const char *s, int *failed) {
   return p;
 }
 
+int mg_diags_oom(const mg_diags *d, size_t first) {
+  if (d->dropped && d->count < MG_DIAG_CAP) return 1;
+  for (size_t i = first; i < d->count; i++)
+    if (d->items[i].code == MG_D_OOM) return 1;
+  return 0;
+}
+
 void mg_diag_add(mg_diags *d, mg_severity sev, mg_diag_code code, const char *node,
                  const char *op, const char *fmt, ...) {
   if (sev == MG_SEV_ERROR) d->errors++;

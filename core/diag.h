@@ -63,6 +63,11 @@ void mg_diag_add(mg_diags *d, mg_severity sev, mg_diag_code code, const char *no
 #define mg_warn(d, code, node, op, ...) \
   mg_diag_add((d), MG_SEV_WARNING, MG_D_##code, (node), (op), __VA_ARGS__)
 
+/* Whether d recorded running out of memory from item first on, or lost a record
+ * to it (below the cap, a record is lost only for want of memory): a check that
+ * failed so says nothing about its input, and its caller must fail too. */
+int mg_diags_oom(const mg_diags *d, size_t first);
+
 /* One line per diagnostic: "FILE: error[CODE]: node 'N' (Op): message". */
 int mg_diag_format(const mg_diag *g, char *buf, size_t n);
 #endif

@@ -426,9 +426,13 @@ int onnx_read_tensor(const char *path, mg_model *m, mg_value **out, mg_diags *d)
     mg_error(d, IO, NULL, NULL, "cannot read");
     goto done;
   }
-  t = onnx__tensor_proto__unpack(&import_pb_allocator, (size_t)st.st_size, buf);
+  int pb_oom = 0;
+  ProtobufCAllocator pa = import_pb_allocator;
+  pa.allocator_data = &pb_oom; /* a decode that ran out of memory is not malformed */
+  t = onnx__tensor_proto__unpack(&pa, (size_t)st.st_size, buf);
   if (!t) {
-    mg_error(d, MALFORMED, NULL, NULL, "not a serialised onnx.TensorProto");
+    if (pb_oom) mg_error(d, OOM, NULL, NULL, "out of memory decoding the tensor");
+    else mg_error(d, MALFORMED, NULL, NULL, "not a serialised onnx.TensorProto");
     goto done;
   }
   import_ctx c = {.m = m, .d = d};

@@ -30,16 +30,6 @@ static int oom(cov_model *cm) {
   return -1;
 }
 
-/* Whether d recorded running out of memory from item first on (or lost a record
- * to it): a check that failed for want of memory says nothing about the model,
- * so the analysis fails instead of reporting what the check did not see. */
-static int oom_since(const mg_diags *d, size_t first) {
-  if (d->dropped && d->count < MG_DIAG_CAP) return 1; /* lost below the cap: to memory */
-  for (size_t i = first; i < d->count; i++)
-    if (d->items[i].code == MG_D_OOM) return 1;
-  return 0;
-}
-
 static void init(cov_model *cm, const char *path) {
   memset(cm, 0, sizeof *cm);
   mg_arena_init(&cm->arena, 64 * 1024);
@@ -121,7 +111,8 @@ int coverage_map(cov_model *cm, mg_model *m, rule_set *const rs[MAP_TARGET_COUNT
       }
       node_map nm = map_node(cm->orig[i], rs[t]);
       c->status[t] = nm.status;
-      c->reason[t] = mg_arena_strdup(&cm->arena, nm.detail ? nm.detail : "");
+      /* map_node's detail is NULL only when memory ran out: the reason would be lost */
+      c->reason[t] = nm.detail ? mg_arena_strdup(&cm->arena, nm.detail) : NULL;
       node_map_free(&nm);
       if (!c->reason[t]) return oom(cm);
     }
@@ -275,7 +266,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   d->file = path;
   size_t first = d->count;
   if (mg_prepare(m, ov, n_ov, d)) { /* shapes stay partly unknown; mapping still runs */
-    if (oom_since(d, first)) {
+    if (mg_diags_oom(d, first)) {
       d->file = saved;
       goto oom;
     }
@@ -291,7 +282,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     msm->keep_param_paths = 1;
     int rc = mg_prepare(msm, ov, n_ov, &quiet) || ms_check(msm, rs[MAP_TARGET_MINDSPORE], &quiet) < 0
                  ? 0 : coverage_emitter(cm, MAP_TARGET_MINDSPORE, &quiet, 0);
-    rc |= oom_since(&quiet, 0);
+    rc |= mg_diags_oom(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -301,7 +292,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     mg_diags quiet;
     mg_diags_init(&quiet);
     int rc = asc_check(m, rs[MAP_TARGET_ASCEND], &quiet) < 0 ? 0 : coverage_emitter(cm, MAP_TARGET_ASCEND, &quiet, 0);
-    rc |= oom_since(&quiet, 0);
+    rc |= mg_diags_oom(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -310,7 +301,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     mg_diags quiet;
     mg_diags_init(&quiet);
     int rc = cpu_check(m, &quiet) < 0 ? coverage_cpu_failed(cm, &quiet, 0) : coverage_cpu(cm, &quiet, 0);
-    rc |= oom_since(&quiet, 0);
+    rc |= mg_diags_oom(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -320,6 +311,10 @@ oom:
   mg_model_free(msm);
   mg_error(d, OOM, NULL, NULL, "out of memory");
   cm->error = "out of memory";
+  /* the tables may be half built (coverage_end fills op->nodes op by op): a
+   * failed model reports its error and nothing else */
+  cm->n_ops = cm->n_nodes = 0;
+  memset(cm->converted, 0, sizeof cm->converted);
   return -1;
 }
 

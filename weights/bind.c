@@ -285,7 +285,10 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
   *b = (wt_binding){.init = init};
   const wt_tensor *named = wt_find(c->s, init->name);
   double *iv = init_f64(init, &c->failed);
-  if (c->failed) return -1;
+  if (c->failed) { /* now or from an earlier tensor: the binding fails either way */
+    mg_free(iv);
+    return -1;
+  }
   if (!iv) {
     /* integers: a parameter only if a source tensor of that name has equal bytes */
     if (named && same_dims(init, named) && named->dtype == init->dtype) {

@@ -19,7 +19,7 @@
 set -u
 set -o pipefail
 
-TARGETS="onnx_import ckpt unpickle npy rules_xml"
+TARGETS="onnx_import ckpt unpickle safetensors npy rules_xml"
 usage() { echo "usage: $0 SECONDS [TARGET|all]   (targets: $TARGETS; default onnx_import)" >&2; exit 2; }
 [ $# -eq 1 ] || [ $# -eq 2 ] || usage
 SECONDS_TO_RUN=$1
