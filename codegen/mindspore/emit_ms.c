@@ -751,6 +751,14 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
   while (n_bound > 1 && (!n->out[n_bound - 1] || !n->out[n_bound - 1]->n_uses)) n_bound--;
   for (int k = 0; k < n_bound; k++)
     cg_buf_printf(&lhs, "%s%s", k ? ", " : "", n->out[k] && c->pyname[n->out[k]->id] ? c->pyname[n->out[k]->id] : "_");
+  /* memory ran out (a cell path with no reason is one too): c->failed makes it the
+   * script's OOM error */
+  if (lhs.failed || args.failed || (is_cell && !path)) {
+    c->failed = 1;
+    cg_buf_free(&lhs);
+    cg_buf_free(&args);
+    return;
+  }
   if (is_cell) {
     ms_cell *at = &c->root;
     for (const char *q = path; *q && at;) {
