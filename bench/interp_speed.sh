@@ -14,7 +14,7 @@ model=$tv/resnet50_op17_default.onnx input=$tv/resnet50_input.npy
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 t=() m=()
 for _ in 1 2 3 4 5; do
-  taskset -c 0 /usr/bin/time -o build/time.txt -f '%e %M' "$BUILD/migc" run "$model" --input input="$input" --output-dir build/bench-r50 >/dev/null
+  taskset -c 0 /usr/bin/time -o build/time.txt -f '%e %M' "$BUILD/migc" run "$model" --input input="$input" --output-dir build/bench-r50 --force >/dev/null
   read -r s kb < build/time.txt; t+=("$s"); m+=("$kb")
 done
 weights=$(stat -c %s "$model")

@@ -62,6 +62,10 @@ int cli_wants_help(int argc, char **argv);
  * (same device and inode, so another spelling or a link of the same file counts),
  * or NULL when out is none of them or does not exist. */
 const char *cli_input_named(const char *out, const char *const *inputs, int n);
+/* Starts the command's outputs under the output rule (core/outfile.h) with its
+ * --force, the files of inputs[0..n) (NULL entries skipped) known as inputs
+ * before anything is read, so that no output replaces one. */
+void cli_output_rule(int force, const char *const *inputs, int n);
 /* A byte count: digits with an optional K, M, G or T (powers of 1024); 0 with *out
  * set, or -1 for anything else (empty, zero, negative, a fraction, trailing text). */
 int cli_parse_bytes(const char *s, double *out);

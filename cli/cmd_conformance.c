@@ -4,6 +4,7 @@
  * and the light/ whole-model tests, one line per test, ending with
  * "N passed, N failed, N skipped". */
 #include "cli.h"
+#include "outfile.h"
 #include "conformance.h"
 #include "interp.h"
 #include "onnx_import.h"
@@ -516,6 +517,9 @@ int cmd_conformance(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
+  /* every file goes to a work folder of conformance's own, test by test (the
+   * runtime copied again for each): the scratch policy of the output rule */
+  mg_out_scratch();
   conf_ctx cc = {.rtol = 1e-3, .atol = 1e-7};
   const char *dirs[256], *backend = "interp", *work = NULL;
   int n_dirs = 0, rc = EXIT_OK, keep = 0, jobs = 0;

@@ -15,6 +15,8 @@
 #include "export.h"
 #include "onnx_import.h"
 #include "passes.h"
+#include "outfile.h"
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -58,6 +60,8 @@ static void help(FILE *f) {
           "  --key K                the dict inside the .pth that holds the tensors\n"
           "  --target LIST          the targets --strict judges (default: cpu)\n"
           "  --strict               exit 2 if any node of those targets is not converted\n"
+          "  --force                replace what an earlier conversion wrote in OUTDIR\n"
+          "                         (without it, convert refuses before writing anything)\n"
           "  --max-output-bytes N   refuse a checkpoint larger than N bytes (K, M, G, T;\n"
           "                         default 64x the weights file, 256M to 64G)\n"
           "  --input-shape N=DIMS   fix graph input N's shape (e.g. input=1x3x224x224)\n"
@@ -153,12 +157,13 @@ static void strict_names_coverage(const char *json_path, const char *t) {
   json_decref(j);
 }
 
-/* Writes OUTDIR/convert.json (atomically): what was converted and how, so that
- * `migc verify OUTDIR` finds the source model again. 0 or -1. */
+/* Writes OUTDIR/convert.json (by the output rule): what was converted and how,
+ * so that `migc verify OUTDIR` finds the source model again. 0, or -1 with a
+ * diagnostic on d. */
 static int write_convert_json(const char *outdir, const char *model, const char *weights, const char *key,
                               const char *targets, const cg_options *o, int cpu_only, const mg_shape_override *ov,
-                              int n_ov) {
-  char abs_model[PATH_MAX], abs_weights[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 32];
+                              int n_ov, mg_diags *d) {
+  char abs_model[PATH_MAX], abs_weights[PATH_MAX], path[PATH_MAX];
   if (!realpath(model, abs_model)) return -1;
   if (weights && !realpath(weights, abs_weights)) return -1;
   json_t *shapes = json_object();
@@ -171,9 +176,7 @@ static int write_convert_json(const char *outdir, const char *model, const char 
                         "options", "prefix", o->prefix, "embed_weights", o->embed_weights, "no_fuse", o->no_fuse,
                         "no_fold_bn", o->no_fold_bn, "cpu_only", cpu_only, "input_shapes", shapes);
   snprintf(path, sizeof path, "%s/convert.json", outdir);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  int rc = !j || json_dump_file(j, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || rename(tmp, path) ? -1 : 0;
-  if (rc) unlink(tmp);
+  int rc = wt_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, d);
   json_decref(j);
   return rc;
 }
@@ -258,6 +261,7 @@ typedef struct {
   const char *ms_runtime, *model_algorithm; /* config.json of the ModelArts package */
   cg_options o;
   int strict, cpu_only, n_ov;
+  int force;               /* --force: replace what an earlier conversion wrote */
   double max_output_bytes; /* --max-output-bytes; 0: wt_default_output_limit */
   mg_shape_override ov[32];
   int want[MAP_TARGET_COUNT]; /* the targets --strict judges: cpu, ascend, mindspore */
@@ -292,6 +296,7 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     else if (!strcmp(a, "--target") && more) j->targets = argv[++i];
     else if (!strcmp(a, "--prefix") && more) j->o.prefix = argv[++i];
     else if (!strcmp(a, "--strict")) j->strict = 1;
+    else if (!strcmp(a, "--force")) j->force = 1;
     else if (!strcmp(a, "--max-output-bytes") && more) {
       if (cli_parse_bytes(argv[++i], &j->max_output_bytes)) {
         fprintf(stderr, "migc convert: --max-output-bytes takes a positive byte count (e.g. 8G), not '%s'\n", argv[i]);
@@ -389,13 +394,25 @@ static int import_model(convert_job *j) {
   return 0;
 }
 
+/* A step of the coverage analysis failed (out of memory, cm.error says): an
+ * internal error, said on j->d. */
+static void coverage_failed(convert_job *j) {
+  mg_error(&j->d, OOM, NULL, NULL, "coverage: %s", j->cm.error ? j->cm.error : "out of memory");
+  j->rc = EXIT_INTERNAL;
+}
+
 /* The coverage report is this conversion's: the model's own nodes are recorded
  * before preparation, the rules applied after it, the CPU column taken from the
  * C emitter's diagnostics. */
 static int begin_coverage(convert_job *j) {
   if (!j->m || j->cpu_only) return 0;
-  if (cli_coverage_rules(j->rs, &j->d) || coverage_begin(&j->cm, j->m, j->model)) {
+  if (cli_coverage_rules(j->rs, &j->d)) {
     j->rc = EXIT_BAD_INPUT;
+    return -1;
+  }
+  if (coverage_begin(&j->cm, j->m, j->model)) {
+    coverage_failed(j);
+    coverage_free(&j->cm);
     return -1;
   }
   j->have_cm = 1;
@@ -445,7 +462,7 @@ static int prepare_model(convert_job *j) {
     return -1;
   }
   if (j->have_cm && coverage_map(&j->cm, j->m, j->rs)) {
-    j->rc = EXIT_INTERNAL;
+    coverage_failed(j);
     return -1;
   }
   return 0;
@@ -490,10 +507,11 @@ static int write_checkpoint(convert_job *j) {
   snprintf(map, sizeof map, "%s/weight_map.json", j->outdir);
   const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
   snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
-  wt_export_opts eo = {MG_UNDEFINED, 0, 1, j->weights ? j->weights : j->model, j->model, j->weights != NULL,
+  wt_export_opts eo = {MG_UNDEFINED, 0, j->force, j->weights ? j->weights : j->model, j->model, j->weights != NULL,
                        j->max_output_bytes};
   wt_export_stats st;
-  int erc = (j->rules = wt_rules_new()) && !wt_rules_load(j->rules, builtin, &j->d)
+  if (!(j->rules = wt_rules_new())) mg_error(&j->d, OOM, NULL, NULL, "out of memory loading the naming rules");
+  int erc = j->rules && !wt_rules_load(j->rules, builtin, &j->d)
                 ? wt_export_ckpt(j->src, j->rules, j->m, j->binds, j->n_binds, ckpt, map, &eo, &st, &j->d)
                 : -1;
   if (erc == 1) {
@@ -591,7 +609,7 @@ static int write_coverage(convert_job *j) {
       (j->ms_model && coverage_emitter(&j->cm, MAP_TARGET_MINDSPORE, &j->d, j->first_ms_diag)) ||
       (j->asc_model && coverage_emitter(&j->cm, MAP_TARGET_ASCEND, &j->d, j->first_asc_diag)) ||
       coverage_end(&j->cm)) {
-    j->rc = EXIT_INTERNAL;
+    coverage_failed(j);
     return -1;
   }
   if (cli_coverage_write(&j->cm, 1, on, "json", cov_json) || cli_coverage_write(&j->cm, 1, on, "md", cov_md))
@@ -612,10 +630,9 @@ static int write_coverage(convert_job *j) {
 
 /* OUTDIR/convert.json, which `migc verify OUTDIR` reads. */
 static int write_record(convert_job *j) {
-  if (write_convert_json(j->outdir, j->model, j->weights, j->key, j->targets, &j->o, j->cpu_only, j->ov, j->n_ov)) {
-    fprintf(stderr, "migc convert: cannot write %s/convert.json: %s\n", j->outdir, strerror(errno));
+  if (write_convert_json(j->outdir, j->model, j->weights, j->key, j->targets, &j->o, j->cpu_only, j->ov, j->n_ov,
+                         &j->d))
     j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
-  }
   fprintf(stderr, "convert: wrote %s in %.2f s%s\n", j->outdir, seconds() - j->t0,
           j->rc == EXIT_BAD_INPUT && j->strict ? " (--strict: some nodes were not converted)" : "");
   return 0;
@@ -630,6 +647,54 @@ static int convert_run(convert_job *j) {
          emit_mindspore_net(j) || write_ms_package(j) || emit_ascend_program(j) || write_coverage(j) ||
          write_record(j));
   return j->rc;
+}
+
+/* Without --force, what this conversion would write must not exist yet in
+ * OUTDIR: refused here, before anything is written, so that a refusal never
+ * leaves a folder half old and half new. A folder counts when it holds anything
+ * (an empty one is harmless); a file by the output rule (core/outfile.h), which
+ * also refuses an input of this run with --force. EXIT_OK, or EXIT_BAD_INPUT
+ * after saying which entries exist. */
+static int check_outdir(const convert_job *j) {
+  const char *mine[9];
+  int n = 0;
+  mine[n++] = "cpu", mine[n++] = "convert.json";
+  if (!j->cpu_only) {
+    mine[n++] = "model.ckpt", mine[n++] = "weight_map.json", mine[n++] = "coverage.json", mine[n++] = "coverage.md";
+    if (j->want[MAP_TARGET_MINDSPORE]) mine[n++] = "mindspore", mine[n++] = "modelarts";
+    if (j->want[MAP_TARGET_ASCEND]) mine[n++] = "ascend";
+  }
+  mg_diags d;
+  mg_diags_init(&d);
+  char found[512] = "";
+  for (int i = 0; i < n; i++) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", j->outdir, mine[i]);
+    struct stat st;
+    int exists = !lstat(path, &st), dir = exists && S_ISDIR(st.st_mode);
+    if (dir) { /* an empty folder holds nothing to lose */
+      DIR *dp = opendir(path);
+      struct dirent *e;
+      exists = 0;
+      while (dp && !exists && (e = readdir(dp))) exists = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+      if (dp) closedir(dp);
+    }
+    if (j->force && !dir) mg_out_check(path, 1, &d); /* an input, or not a regular file */
+    else if (exists && !j->force)
+      snprintf(found + strlen(found), sizeof found - strlen(found), "%s%s%s", *found ? ", " : "", mine[i],
+               dir ? "/" : "");
+  }
+  if (*found) {
+    const char *saved = d.file;
+    d.file = j->outdir;
+    mg_error(&d, IO, NULL, NULL, "holds %s of an earlier conversion; --force replaces what this conversion writes",
+             found);
+    d.file = saved;
+  }
+  int rc = d.errors ? EXIT_BAD_INPUT : EXIT_OK;
+  cli_report(&d);
+  mg_diags_free(&d);
+  return rc;
 }
 
 static void convert_free(convert_job *j) {
@@ -653,6 +718,9 @@ int cmd_convert(int argc, char **argv) {
                    .ms_runtime = MS_PACKAGE_DEFAULT_RUNTIME, .model_algorithm = MS_PACKAGE_DEFAULT_ALGORITHM};
   int rc = parse_args(argc, argv, &j);
   if (rc != EXIT_OK) return rc;
+  const char *inputs[] = {j.model, j.weights};
+  cli_output_rule(j.force, inputs, 2);
+  if ((rc = check_outdir(&j)) != EXIT_OK) return rc;
   if (make_dirs(j.outdir)) {
     fprintf(stderr, "migc convert: cannot create %s: %s\n", j.outdir, strerror(errno));
     return EXIT_BAD_INPUT;

@@ -1,6 +1,7 @@
 /* migc coverage MODEL.onnx... [--target cpu,ascend,mindspore] [--format md|json|html]
  *                [-o FILE] [--rules R.xml]... */
 #include "cli.h"
+#include "outfile.h"
 #include "ascend_step.h"
 #include "mindspore_step.h"
 #include "codegen.h"
@@ -35,6 +36,7 @@ static void help(FILE *f) {
           "  --format F      md (default, for pull requests), json (docs/coverage-schema.json)\n"
           "                  or html (one self-contained page)\n"
           "  -o FILE         write there (atomically) instead of stdout\n"
+          "  --force         replace an existing FILE\n"
           "  --input-shape N=DIMS  fix graph input N's shape, as convert does (repeatable)\n"
           "  --rules R.xml   extra rules, overriding the built-in ones for the ops they name\n");
 }
@@ -329,14 +331,16 @@ int cli_coverage_write(void *models, int n, const int *on, const char *format, c
   report r = {{0}, models, n};
   memcpy(r.on, on, sizeof r.on);
   FILE *f = stdout;
-  char tmp[PATH_MAX];
+  mg_out_file o;
+  mg_diags d;
+  mg_diags_init(&d);
   if (out) {
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-    f = fopen(tmp, "w");
-    if (!f) {
-      fprintf(stderr, "migc coverage: cannot write %s: %s\n", out, strerror(errno));
+    if (mg_out_fopen(&o, out, &d)) {
+      cli_report(&d);
+      mg_diags_free(&d);
       return -1;
     }
+    f = o.f;
   }
   if (!strcmp(format, "json")) {
     json_t *j = to_json(&r);
@@ -348,12 +352,10 @@ int cli_coverage_write(void *models, int n, const int *on, const char *format, c
   } else {
     to_md(&r, f);
   }
-  if (out && (fclose(f) || rename(tmp, out))) {
-    unlink(tmp);
-    fprintf(stderr, "migc coverage: cannot write %s\n", out);
-    return -1;
-  }
-  return 0;
+  int rc = out && mg_out_commit(&o, &d) ? -1 : 0;
+  cli_report(&d);
+  mg_diags_free(&d);
+  return rc;
 }
 
 int cli_coverage_rules(rule_set **rs, mg_diags *d) {
@@ -363,7 +365,11 @@ int cli_coverage_rules(rule_set **rs, mg_diags *d) {
   const char *dir = getenv("MIGC_RULES_DIR") ? getenv("MIGC_RULES_DIR") : MIGC_RULES_DIR;
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/aclnn.xml", dir);
-  if (!rs[1] || !rs[2] || rules_load(rs[1], path, d)) return -1;
+  if (!rs[1] || !rs[2]) {
+    mg_error(d, OOM, NULL, NULL, "out of memory loading the rules");
+    return -1;
+  }
+  if (rules_load(rs[1], path, d)) return -1;
   snprintf(path, sizeof path, "%s/mindspore.xml", dir);
   return rules_load(rs[2], path, d) ? -1 : 0;
 }
@@ -375,7 +381,7 @@ int cmd_coverage(int argc, char **argv) {
   }
   report r = {{1, 1, 1}, NULL, 0};
   const char *format = "md", *out = NULL, *models[4096], *user_rules[16];
-  int n_models = 0, n_rules = 0, n_ov = 0;
+  int n_models = 0, n_rules = 0, n_ov = 0, force = 0;
   mg_shape_override ov[32];
   char ov_names[32][256];
   for (int i = 1; i < argc; i++) {
@@ -402,6 +408,7 @@ int cmd_coverage(int argc, char **argv) {
         return EXIT_BAD_INPUT;
       }
     } else if (!strcmp(a, "-o") && more) out = argv[++i];
+    else if (!strcmp(a, "--force")) force = 1;
     else if (!strcmp(a, "--input-shape") && more && n_ov < 32) {
       const char *eq = strchr(argv[++i], '=');
       size_t len = eq ? (size_t)(eq - argv[i]) : 0;
@@ -431,8 +438,14 @@ int cmd_coverage(int argc, char **argv) {
     fprintf(stderr, "migc coverage: -o %s is the input %s; refusing to write the report over it\n", out, clash);
     return EXIT_BAD_INPUT;
   }
+  cli_output_rule(force, user_rules, n_rules);
   mg_diags d;
   mg_diags_init(&d);
+  if (out && mg_out_check(out, 1, &d)) { /* before the analysis, not after it */
+    cli_report(&d);
+    mg_diags_free(&d);
+    return EXIT_BAD_INPUT;
+  }
   int rc = EXIT_OK;
   rule_set *rs[MAP_TARGET_COUNT];
   if (cli_coverage_rules(rs, &d)) rc = EXIT_BAD_INPUT;
@@ -455,6 +468,7 @@ int cmd_coverage(int argc, char **argv) {
   if (rc) goto done;
   r.models = calloc((size_t)n_models, sizeof *r.models);
   if (!r.models) {
+    mg_error(&d, OOM, NULL, NULL, "out of memory");
     rc = EXIT_INTERNAL;
     goto done;
   }

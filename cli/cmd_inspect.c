@@ -182,8 +182,12 @@ int cmd_inspect(int argc, char **argv) {
       cov_model cm;
       int r = coverage_analyze(path, ov, n_ov, rs, cg_check_model, cli_mindspore_check, cli_ascend_check, &cm, &quiet);
       have_rates = !r && !cm.prepare_failed;
+      /* a line left out for want of memory is an error, not a shorter summary */
+      if (r && cm.error && strstr(cm.error, "out of memory")) mg_error(&d, OOM, NULL, NULL, "coverage: %s", cm.error);
       for (int t = 0; t < MAP_TARGET_COUNT; t++) rate[t] = coverage_rate(&cm, t);
       coverage_free(&cm);
+    } else if (!rs[1] || !rs[2] || (!ok && mg_diags_oom(&quiet, 0))) {
+      mg_error(&d, OOM, NULL, NULL, "out of memory loading the coverage rules");
     } else if (!ok) {
       mg_warn(&d, IO, NULL, NULL, "coverage rules could not be loaded from %s", dir);
     }
@@ -290,6 +294,7 @@ int cmd_inspect(int argc, char **argv) {
     }
   }
   free(h);
+  if (d.errors && rc == EXIT_OK) rc = EXIT_INTERNAL; /* memory ran out for the coverage line */
 out:
   cli_report(&d);
   mg_model_free(m);

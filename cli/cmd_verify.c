@@ -8,6 +8,7 @@
 #include "autodiff.h"
 #include "cli.h"
 #include "junit.h"
+#include "outfile.h"
 #include "localize.h"
 #include "onnx_import.h"
 #include "parity.h"
@@ -60,6 +61,7 @@ static void help(FILE *f) {
           "  --weights-map MAP.json --ckpt CKPT   check that the checkpoint holds the\n"
           "                         graph's parameters (shapes after layout changes, values)\n"
           "  --junit F --json F     reports (written atomically)\n"
+          "  --force                replace existing report files\n"
           "  --no-layers            do not gate on torch's per-module outputs (interp) or\n"
           "                         on the generated code's traced node outputs (c)\n"
           "  --no-localize          skip localisation on failure\n"
@@ -493,6 +495,7 @@ static int parse_args(vctx *v, int argc, char **argv) {
     else if (!strcmp(a, "--model-name") && more) v->model_name = argv[++i];
     else if (!strcmp(a, "--junit") && more) v->opt.junit = argv[++i];
     else if (!strcmp(a, "--json") && more) v->opt.json = argv[++i];
+    else if (!strcmp(a, "--force")) v->opt.force = 1;
     else if (!strcmp(a, "--weights-map") && more) v->opt.map = argv[++i];
     else if (!strcmp(a, "--ckpt") && more) v->opt.ckpt = argv[++i];
     else if (a[0] == '-') {
@@ -601,6 +604,12 @@ int cmd_verify(int argc, char **argv) {
     rc = EXIT_BAD_INPUT;
     goto out;
   }
+  /* the reports by the output rule, refused before the work rather than after */
+  cli_output_rule(v->opt.force, NULL, 0);
+  if ((v->opt.json && mg_out_check(v->opt.json, 1, &v->d)) || (v->opt.junit && mg_out_check(v->opt.junit, 1, &v->d))) {
+    rc = EXIT_BAD_INPUT;
+    goto out;
+  }
   if (resolve_target(v, v->opt.target) || (v->opt.policy && policy_load(v->opt.policy, &v->policy, &v->d)) ||
       onnx_import(v->onnx, &v->d, &v->m) || prepare(v) ||
       npz_read_file(v->reference, &v->ref, &v->n_ref, &v->d) || gather_inputs(v)) {
@@ -705,11 +714,14 @@ int cmd_verify(int argc, char **argv) {
   }
   v->t_total = now() - t0;
   verify_print(v);
+  cli_output_rule(v->opt.force, NULL, 0); /* a conversion run for a backend had its own */
   if ((v->opt.json && verify_write_json(v)) || (v->opt.junit && verify_write_junit(v))) {
     rc = EXIT_BAD_INPUT;
     goto out;
   }
   rc = any_failed ? EXIT_PARITY : EXIT_OK;
+  /* a comparison memory refused is no parity verdict */
+  if (mg_diags_oom(&v->d, 0)) rc = EXIT_INTERNAL;
 out:
   cli_report(&v->d);
   vctx_free(v);

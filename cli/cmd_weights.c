@@ -91,6 +91,7 @@ int cmd_weights(int argc, char **argv) {
     return EXIT_BAD_INPUT;
   }
   const char *inputs[] = {src, graph, user_rules, out};
+  cli_output_rule(force, inputs, 3);
   const char *clash = map_out && out && !strcmp(map_out, out) ? out : cli_input_named(map_out, inputs, 4);
   if (clash || (map_out && !force && !access(map_out, F_OK))) {
     if (clash) fprintf(stderr, "migc weights: --map-out %s is %s; refusing to overwrite it\n", map_out,
@@ -116,6 +117,7 @@ int cmd_weights(int argc, char **argv) {
   snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (!rules) mg_error(&d, OOM, NULL, NULL, "out of memory loading the naming rules");
   if (!rules || wt_rules_load(rules, builtin, &d) || (user_rules && wt_rules_load(rules, user_rules, &d)) ||
       weights_open(src, key, &s, &d)) {
     rc = EXIT_BAD_INPUT;

@@ -1,5 +1,8 @@
 /* migc: model migration compiler. */
 #include "cli.h"
+#include "arena.h"
+#include "mapfile.h"
+#include "outfile.h"
 #include "tmpfiles.h"
 #include <errno.h>
 #include <stdio.h>
@@ -45,7 +48,14 @@ void cli_report(const mg_diags *d) {
     mg_diag_format(&d->items[i], line, sizeof line);
     fprintf(stderr, "%s\n", line);
   }
-  if (d->dropped) fprintf(stderr, "(%zu more diagnostics not shown)\n", d->dropped);
+  /* records lost to memory (or past the cap) are still counted: an error among
+   * them is said as one */
+  size_t kept = 0;
+  for (size_t i = 0; i < d->count; i++) kept += d->items[i].severity == MG_SEV_ERROR;
+  if (d->dropped && d->errors > kept)
+    fprintf(stderr, "migc: error[out-of-memory]: %zu more diagnostics (%zu errors) could not be kept\n", d->dropped,
+            d->errors - kept);
+  else if (d->dropped) fprintf(stderr, "(%zu more diagnostics not shown)\n", d->dropped);
 }
 
 const char *cli_input_named(const char *out, const char *const *inputs, int n) {
@@ -54,6 +64,11 @@ const char *cli_input_named(const char *out, const char *const *inputs, int n) {
   for (int i = 0; i < n; i++)
     if (inputs[i] && !stat(inputs[i], &in) && in.st_dev == o.st_dev && in.st_ino == o.st_ino) return inputs[i];
   return NULL;
+}
+
+void cli_output_rule(int force, const char *const *inputs, int n) {
+  mg_out_run(force);
+  for (int i = 0; i < n; i++) mg_out_note_input(inputs[i]);
 }
 
 int cli_parse_bytes(const char *s, double *out) {
@@ -104,8 +119,26 @@ int main(int argc, char **argv) {
     printf("migc 0.1.0\n");
     return EXIT_OK;
   }
+  mg_map_install_sigbus(); /* an input truncated while mapped is bad input, not a crash */
+  mg_out_run(0);           /* the output rule, strict until a command reads its --force */
+  /* MIGC_FAULT_AT=N fails the Nth allocation (mg_fault_fail_at; tests/e2e/fault_cli.sh
+   * sweeps N): every such failure must end in a diagnostic and exit 2 or 3, or
+   * change nothing. N=0 fails none and prints how many allocations the run made. */
+  const char *fault = getenv("MIGC_FAULT_AT");
+  if (fault) mg_fault_fail_at(atol(fault) > 0 ? atol(fault) : 0, 0);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name)) {
+      int rc = commands[i].run(argc - 1, argv + 1);
+      if (fault && atol(fault) <= 0) fprintf(stderr, "migc: allocations: %ld\n", mg_fault_count());
+      if (mg_map_truncated()) { /* whatever the command concluded, it read zeros */
+        mg_diags d;
+        mg_diags_init(&d);
+        if (!mg_map_reported() && mg_map_check(&d)) cli_report(&d);
+        mg_diags_free(&d);
+        rc = EXIT_BAD_INPUT;
+      }
+      return rc;
+    }
   fprintf(stderr, "migc: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return EXIT_BAD_INPUT;

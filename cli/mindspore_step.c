@@ -192,6 +192,8 @@ int cli_mindspore_check(mg_model *m, const rule_set *rs, mg_diags *d) {
   if (copy && !onnx_weights_open(m, &src, d) && !wt_bind(src, m, &b, &nb, d) && (rules = wt_rules_new()) &&
       !wt_rules_load(rules, builtin, d) && !cli_emit_mindspore(copy, m, src, b, nb, rules, rs, NULL, &r, d))
     rc = r.n_unsupported;
+  else if (!copy || (src && b && !rules)) /* the caller must see a check that could not run for memory */
+    mg_error(d, OOM, NULL, NULL, "out of memory running the MindSpore emitter's check");
   mg_model_free(copy);
   mg_free(b);
   wt_rules_free(rules);

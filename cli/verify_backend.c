@@ -72,7 +72,8 @@ static int project_dir(vctx *v, const char *sub, char *dir, size_t n) {
   /* generated code has static shapes: the reference's inputs fix them */
   char *argv[12 + 2 * 64], shapes[64][600];
   int a = 0, ascend = !strcmp(sub, "ascend");
-  argv[a++] = "convert", argv[a++] = v->onnx, argv[a++] = "-o", argv[a++] = out;
+  /* its own scratch folder, converted once per backend: --force */
+  argv[a++] = "convert", argv[a++] = v->onnx, argv[a++] = "-o", argv[a++] = out, argv[a++] = "--force";
   if (!ascend) argv[a++] = "--cpu-only";
   else {
     argv[a++] = "--target", argv[a++] = "ascend";

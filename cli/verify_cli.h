@@ -39,6 +39,7 @@ typedef struct {
   const char *target, *backend, *policy, *junit, *json, *map, *ckpt;
   double rtol, atol; /* -1: from the policy/defaults */
   int grad, no_localize, no_layers;
+  int force; /* --force: replace existing --json / --junit reports */
 } vopts;
 
 typedef struct {

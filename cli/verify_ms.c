@@ -97,7 +97,7 @@ static int ms_outdir(vctx *v, char *out, size_t n) {
     return -1;
   }
   ms_join(out, n, v->tmpdir, "converted");
-  char *argv[] = {"convert", v->onnx, "--weights", v->pth, "--target", "mindspore", "-o", out, NULL};
+  char *argv[] = {"convert", v->onnx, "--weights", v->pth, "--target", "mindspore", "-o", out, "--force", NULL};
   /* convert's summary and diagnostics go to the work folder's convert.log, not into
    * the report; a failure quotes its last line */
   char clog[PATH_MAX], why[1024];
@@ -106,7 +106,7 @@ static int ms_outdir(vctx *v, char *out, size_t n) {
   int out1 = dup(1), out2 = dup(2), fd = open(clog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   int redirected = out1 >= 0 && out2 >= 0 && fd >= 0;
   if (redirected) dup2(fd, 1), dup2(fd, 2);
-  int crc = cmd_convert(8, argv);
+  int crc = cmd_convert((int)(sizeof argv / sizeof argv[0]) - 1, argv);
   fflush(stdout), fflush(stderr);
   if (redirected) dup2(out1, 1), dup2(out2, 2);
   if (fd >= 0) close(fd);

@@ -1,5 +1,6 @@
 /* migc verify's reports: the table on stdout, --json and --junit. */
 #include "cli.h"
+#include "export.h"
 #include "junit.h"
 #include "verify_cli.h"
 #include <errno.h>
@@ -119,17 +120,6 @@ static json_t *result_json(const vresult *r) {
   return j;
 }
 
-static int write_atomic_json(const char *path, json_t *o, mg_diags *d) {
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || rename(tmp, path)) {
-    unlink(tmp);
-    mg_error(d, IO, path, NULL, "cannot write: %s", strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
 static int all_pass(const vctx *v) {
   for (int i = 0; i < v->n_res; i++)
     if (v->res[i].status != V_PASS) return 0;
@@ -199,7 +189,7 @@ int verify_write_json(vctx *v) {
   if (v->loc_note[0]) json_object_set_new(o, "localisation_note", json_string(v->loc_note));
   json_object_set_new(o, "time_s", json_pack("{s:f,s:f,s:f}", "forward", v->t_forward, "gradients", v->t_grad, "total",
                                              v->t_total));
-  int rc = write_atomic_json(v->opt.json, o, &v->d);
+  int rc = wt_write_json(v->opt.json, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER, &v->d);
   json_decref(o);
   return rc;
 }

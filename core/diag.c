@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { MG_DIAG_CAP = 10000 }; /* beyond this, count but do not store */
 
 static const char *const code_names[] = {
 #define X(name, str) str,
@@ -40,6 +39,13 @@ static char *dup_or_null(const char *s, int *failed) {
   }
   memcpy(p, s, n + 1);
   return p;
+}
+
+int mg_diags_oom(const mg_diags *d, size_t first) {
+  if (d->dropped && d->count < MG_DIAG_CAP) return 1;
+  for (size_t i = first; i < d->count; i++)
+    if (d->items[i].code == MG_D_OOM) return 1;
+  return 0;
 }
 
 void mg_diag_add(mg_diags *d, mg_severity sev, mg_diag_code code, const char *node,

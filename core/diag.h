@@ -38,6 +38,10 @@ typedef struct {
   char *message;
 } mg_diag;
 
+/* Records kept per list: beyond this they are counted (errors, warnings,
+ * dropped) but not stored. */
+enum { MG_DIAG_CAP = 10000 };
+
 typedef struct mg_diags {
   mg_diag *items;
   size_t count, cap;
@@ -58,6 +62,11 @@ void mg_diag_add(mg_diags *d, mg_severity sev, mg_diag_code code, const char *no
   mg_diag_add((d), MG_SEV_ERROR, MG_D_##code, (node), (op), __VA_ARGS__)
 #define mg_warn(d, code, node, op, ...) \
   mg_diag_add((d), MG_SEV_WARNING, MG_D_##code, (node), (op), __VA_ARGS__)
+
+/* Whether d recorded running out of memory from item first on, or lost a record
+ * to it (below the cap, a record is lost only for want of memory): a check that
+ * failed so says nothing about its input, and its caller must fail too. */
+int mg_diags_oom(const mg_diags *d, size_t first);
 
 /* One line per diagnostic: "FILE: error[CODE]: node 'N' (Op): message". */
 int mg_diag_format(const mg_diag *g, char *buf, size_t n);

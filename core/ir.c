@@ -1,4 +1,5 @@
 #include "ir.h"
+#include "mapfile.h"
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,7 @@ void mg_model_free(mg_model *m) {
   if (!m) return;
   for (mg_mapping *mp = m->mappings, *next; mp; mp = next) {
     next = mp->next;
-    munmap(mp->addr, mp->len);
+    mg_unmap_file(mp->addr, mp->len);
     mg_free(mp);
   }
   mg_arena_destroy(&m->arena);

@@ -1,4 +1,5 @@
 #include "onnx_import.h"
+#include "mapfile.h"
 #include "import_internal.h"
 #include "onnx_wire.h"
 #include <errno.h>
@@ -12,9 +13,12 @@
 
 enum { MIN_ZERO_COPY_RAW = 256, MAX_INLINE_DEPTH = 16, MAX_GRAPH_DEPTH = 32 };
 
+/* protobuf-c's allocations through mg_malloc; data, when set, is an int that a
+ * failure sets, so that a decode which ran out of memory is not called corrupt. */
 static void *pb_alloc(void *data, size_t size) {
-  (void)data;
-  return mg_malloc(size);
+  void *p = mg_malloc(size);
+  if (!p && data) *(int *)data = 1;
+  return p;
 }
 static void pb_free(void *data, void *p) {
   (void)data;
@@ -775,11 +779,14 @@ int onnx_import_buffer(const void *buf, size_t len, const char *base_dir, mg_dia
     else mg_error(d, MALFORMED, NULL, NULL, "not a valid ONNX protobuf: %s", why);
     return -1;
   }
-  Onnx__ModelProto *mp = onnx__model_proto__unpack(&import_pb_allocator, slim.slim_len, slim.slim);
+  int pb_oom = 0;
+  ProtobufCAllocator pa = import_pb_allocator;
+  pa.allocator_data = &pb_oom;
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(&pa, slim.slim_len, slim.slim);
   if (!mp) {
     onnx_slim_free(&slim);
-    mg_error(d, MALFORMED, NULL, NULL,
-             "not a valid ONNX protobuf (decoding ModelProto failed: truncated or corrupt)");
+    if (pb_oom) mg_error(d, OOM, NULL, NULL, "out of memory decoding the model");
+    else mg_error(d, MALFORMED, NULL, NULL, "not a valid ONNX protobuf (decoding ModelProto failed: truncated or corrupt)");
     return -1;
   }
   import_ctx c = {.d = d, .base_dir = base_dir, .file = buf, .proto = mp};
@@ -818,7 +825,7 @@ int onnx_import(const char *path, mg_diags *d, mg_model **out) {
   size_t len = (size_t)st.st_size;
   void *p = NULL;
   if (len) {
-    p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    p = mg_map_file(fd, len, path); /* a truncation is a diagnostic, not SIGBUS */
     if (p == MAP_FAILED) {
       close(fd);
       mg_error(d, IO, NULL, NULL, "cannot map: %s", strerror(errno));
@@ -838,12 +845,12 @@ int onnx_import(const char *path, mg_diags *d, mg_model **out) {
     if (!(*out)->path || (p && mg_model_add_mapping(*out, p, len))) {
       mg_model_free(*out);
       *out = NULL;
-      if (p) munmap(p, len);
+      if (p) mg_unmap_file(p, len);
       mg_error(d, OOM, NULL, NULL, "out of memory");
       rc = -1;
     }
   } else if (p) {
-    munmap(p, len);
+    mg_unmap_file(p, len);
   }
   d->file = saved;
   return rc;

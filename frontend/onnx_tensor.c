@@ -3,6 +3,7 @@
  * mapped from files confined to the model's directory), and onnx_read_tensor for
  * a serialised TensorProto on its own. The graph building is in onnx_import.c. */
 #include "onnx_import.h"
+#include "mapfile.h"
 #include "import_internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -183,14 +184,14 @@ static int map_external(import_ctx *c, const char *tensor, const char *location,
     mg_error(c->d, IO, tensor, NULL, "cannot stat external data '%s': %s", path, strerror(errno));
     return -1;
   }
-  void *p = st.st_size ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  void *p = st.st_size ? mg_map_file(fd, (size_t)st.st_size, path) : NULL;
   close(fd);
   if (st.st_size && p == MAP_FAILED) {
     mg_error(c->d, IO, tensor, NULL, "cannot map '%s': %s", path, strerror(errno));
     return -1;
   }
   if (p && mg_model_add_mapping(c->m, p, (size_t)st.st_size)) {
-    munmap(p, (size_t)st.st_size);
+    mg_unmap_file(p, (size_t)st.st_size);
     return OOM(c);
   }
   *addr = p;
@@ -425,9 +426,13 @@ int onnx_read_tensor(const char *path, mg_model *m, mg_value **out, mg_diags *d)
     mg_error(d, IO, NULL, NULL, "cannot read");
     goto done;
   }
-  t = onnx__tensor_proto__unpack(&import_pb_allocator, (size_t)st.st_size, buf);
+  int pb_oom = 0;
+  ProtobufCAllocator pa = import_pb_allocator;
+  pa.allocator_data = &pb_oom; /* a decode that ran out of memory is not malformed */
+  t = onnx__tensor_proto__unpack(&pa, (size_t)st.st_size, buf);
   if (!t) {
-    mg_error(d, MALFORMED, NULL, NULL, "not a serialised onnx.TensorProto");
+    if (pb_oom) mg_error(d, OOM, NULL, NULL, "out of memory decoding the tensor");
+    else mg_error(d, MALFORMED, NULL, NULL, "not a serialised onnx.TensorProto");
     goto done;
   }
   import_ctx c = {.m = m, .d = d};

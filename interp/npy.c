@@ -6,6 +6,7 @@
  * or hostile file costs a diagnostic, not a huge allocation. */
 #include "npy.h"
 #include "arena.h"
+#include "outfile.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -560,6 +561,7 @@ int npy_read_file(const char *path, mg_array *out, mg_diags *d) {
   memset(out, 0, sizeof *out);
   FILE *fp = fopen(path, "rb");
   if (!fp) return fail(d, MG_D_IO, path, "cannot open: %s", strerror(errno));
+  mg_out_note_input_fd(fileno(fp)); /* no output of this run replaces it */
   struct stat st;
   npy_src s = {.kind = SRC_FILE, .fp = fp, .avail = -1, .what = path, .d = d};
   if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode)) s.avail = (int64_t)st.st_size;
@@ -621,39 +623,13 @@ static size_t build_header(const mg_array *a, char *buf, size_t cap) {
   return build_header_descr(a, npy_kinds[k].kind, npy_kinds[k].size, buf, cap);
 }
 
-/* A file being written under a temporary name next to its final path. */
-typedef struct {
-  char *tmp;
-  int fd; /* -1 once closed */
-} atomic_file;
+/* A file being written under a temporary name next to its final path, by the
+ * output rule (core/outfile.h). */
+typedef mg_out_file atomic_file;
 
-/* Create an exclusive temporary file beside path (mode 0666 less the umask, as
- * a plain create would give). O_EXCL makes concurrent writers pick new names. */
-static int atomic_begin(const char *path, atomic_file *f, mg_diags *d) {
-  size_t cap = strlen(path) + 48;
-  f->fd = -1;
-  f->tmp = mg_malloc(cap);
-  if (!f->tmp) return fail(d, MG_D_OOM, path, "out of memory");
-  for (int i = 0; i < 100; i++) {
-    snprintf(f->tmp, cap, "%s.%ld.%d.tmp", path, (long)getpid(), i);
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (f->fd >= 0) return 0;
-    if (errno != EEXIST) break;
-  }
-  mg_error(d, IO, path, NULL, "cannot create temporary file '%s': %s", f->tmp, strerror(errno));
-  mg_free(f->tmp);
-  f->tmp = NULL;
-  return -1;
-}
+static int atomic_begin(const char *path, atomic_file *f, mg_diags *d) { return mg_out_begin(f, path, d); }
 
-/* Drop a temporary file after a failure. */
-static void atomic_abort(atomic_file *f) {
-  if (f->fd >= 0) close(f->fd);
-  unlink(f->tmp);
-  mg_free(f->tmp);
-  f->tmp = NULL;
-  f->fd = -1;
-}
+static void atomic_abort(atomic_file *f) { mg_out_abort(f); }
 
 /* Write all n bytes, retrying short writes and interrupts. */
 static int write_all(int fd, const void *buf, size_t n) {
@@ -668,34 +644,18 @@ static int write_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-/* Make the temporary file durable, then rename it over path. The directory is
- * fsynced too so the rename survives a crash; that step is best effort because
- * some filesystems refuse fsync on directories. */
+/* Makes the temporary file durable and installs it as path (mg_out_commit);
+ * a writer that closed its descriptor (libzip wrote the file) gets it reopened
+ * for the fsync. */
 static int atomic_finish(atomic_file *f, const char *path, mg_diags *d) {
+  (void)path; /* f names it */
   if (f->fd < 0) f->fd = open(f->tmp, O_RDONLY | O_CLOEXEC);
-  int bad = f->fd < 0 || fsync(f->fd) < 0, why = errno;
-  if (f->fd >= 0 && close(f->fd) < 0 && !bad) bad = 1, why = errno;
-  f->fd = -1;
-  if (bad) {
-    mg_error(d, IO, path, NULL, "cannot sync '%s': %s", f->tmp, strerror(why));
-    atomic_abort(f);
+  if (f->fd < 0) {
+    mg_error(d, IO, path, NULL, "cannot reopen '%s': %s", f->tmp, strerror(errno));
+    mg_out_abort(f);
     return -1;
   }
-  if (rename(f->tmp, path) < 0) {
-    mg_error(d, IO, path, NULL, "cannot rename '%s' into place: %s", f->tmp, strerror(errno));
-    atomic_abort(f);
-    return -1;
-  }
-  char *slash = strrchr(f->tmp, '/');
-  if (slash) slash[1] = '\0'; /* the temporary name's directory is path's directory */
-  int dfd = open(slash ? f->tmp : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)fsync(dfd);
-    close(dfd);
-  }
-  mg_free(f->tmp);
-  f->tmp = NULL;
-  return 0;
+  return mg_out_commit(f, d);
 }
 
 /* The '<U<n>' image of a string array: n is the longest element in code points
@@ -741,7 +701,7 @@ int npy_write_file(const char *path, const mg_array *a, mg_diags *d) {
     unsigned width = 0;
     if (encode_strings(a, path, &width, &u, &nb, d) < 0) return -1;
     size_t hl = build_header_descr(a, 'U', width, hdr, sizeof hdr);
-    atomic_file f = {NULL, -1};
+    atomic_file f = {.fd = -1};
     int rc = hl ? atomic_begin(path, &f, d) : fail(d, MG_D_LIMIT, path, "header does not fit");
     if (!rc && (write_all(f.fd, hdr, hl) < 0 || write_all(f.fd, u, nb) < 0)) {
       mg_error(d, IO, path, NULL, "cannot write '%s': %s", f.tmp, strerror(errno));
@@ -838,6 +798,7 @@ int npz_read_file(const char *path, mg_array **arrays, int *count, mg_diags *d) 
     zip_code_error(d, path, err);
     return -1;
   }
+  mg_out_note_input(path); /* no output of this run replaces it */
   zip_int64_t n = zip_get_num_entries(za, 0);
   mg_array *arr = n >= 0 && n <= INT_MAX ? mg_calloc(n ? (size_t)n : 1, sizeof *arr) : NULL;
   if (!arr) {

@@ -111,7 +111,8 @@ int coverage_map(cov_model *cm, mg_model *m, rule_set *const rs[MAP_TARGET_COUNT
       }
       node_map nm = map_node(cm->orig[i], rs[t]);
       c->status[t] = nm.status;
-      c->reason[t] = mg_arena_strdup(&cm->arena, nm.detail ? nm.detail : "");
+      /* map_node's detail is NULL only when memory ran out: the reason would be lost */
+      c->reason[t] = nm.detail ? mg_arena_strdup(&cm->arena, nm.detail) : NULL;
       node_map_free(&nm);
       if (!c->reason[t]) return oom(cm);
     }
@@ -263,7 +264,12 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   m->derive_shapes_only = 1; /* as convert prepares it: no shape taken on trust */
   const char *saved = d->file;
   d->file = path;
+  size_t first = d->count;
   if (mg_prepare(m, ov, n_ov, d)) { /* shapes stay partly unknown; mapping still runs */
+    if (mg_diags_oom(d, first)) {
+      d->file = saved;
+      goto oom;
+    }
     cm->prepare_failed = 1;
     mg_warn(d, SHAPE, NULL, NULL, "shape inference failed; statuses that need shapes say dynamic-shape");
   }
@@ -276,6 +282,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     msm->keep_param_paths = 1;
     int rc = mg_prepare(msm, ov, n_ov, &quiet) || ms_check(msm, rs[MAP_TARGET_MINDSPORE], &quiet) < 0
                  ? 0 : coverage_emitter(cm, MAP_TARGET_MINDSPORE, &quiet, 0);
+    rc |= mg_diags_oom(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -285,6 +292,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     mg_diags quiet;
     mg_diags_init(&quiet);
     int rc = asc_check(m, rs[MAP_TARGET_ASCEND], &quiet) < 0 ? 0 : coverage_emitter(cm, MAP_TARGET_ASCEND, &quiet, 0);
+    rc |= mg_diags_oom(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -293,6 +301,7 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
     mg_diags quiet;
     mg_diags_init(&quiet);
     int rc = cpu_check(m, &quiet) < 0 ? coverage_cpu_failed(cm, &quiet, 0) : coverage_cpu(cm, &quiet, 0);
+    rc |= mg_diags_oom(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;
   }
@@ -302,6 +311,10 @@ oom:
   mg_model_free(msm);
   mg_error(d, OOM, NULL, NULL, "out of memory");
   cm->error = "out of memory";
+  /* the tables may be half built (coverage_end fills op->nodes op by op): a
+   * failed model reports its error and nothing else */
+  cm->n_ops = cm->n_nodes = 0;
+  memset(cm->converted, 0, sizeof cm->converted);
   return -1;
 }
 
@@ -315,6 +328,7 @@ int coverage_analyze(const char *path, const mg_shape_override *ov, int n_ov, ru
     char line[1024] = "cannot be read";
     if (d->count > first) mg_diag_format(&d->items[first], line, sizeof line);
     cm->error = mg_arena_strdup(&cm->arena, line);
+    if (!cm->error) cm->error = "cannot be read (out of memory)";
     return -1;
   }
   int rc = coverage_analyze_model(m, path, ov, n_ov, rs, cpu_check, ms_check, asc_check, cm, d);

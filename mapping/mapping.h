@@ -63,7 +63,7 @@ const char *map_acl_dtype_name(mg_dtype t);
 
 /* Maps one node for a rules target (rs; NULL gives MAP_UNSUPPORTED_OP: the CPU
  * target has no rules, its emitter's check decides, see coverage_cpu). The detail
- * string is mg_malloc'd. Precondition: shapes were inferred.
+ * string is mg_malloc'd (NULL only when memory ran out). Precondition: shapes were inferred.
  * This is the match alone, what the coverage report shows: map_node_plan's status
  * is the same except when a matched call's argument cannot be evaluated. */
 node_map map_node(const mg_node *n, const rule_set *rs);

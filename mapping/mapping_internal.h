@@ -61,5 +61,6 @@ struct rule_set {
   int n, cap;
   const char *hidden[16]; /* rules_hide's names, for the reason map_match gives */
   int n_hidden;
+  int oom; /* an allocation failed while loading: rules_load fails, whatever it found */
 };
 #endif

@@ -25,7 +25,10 @@ int rules_hide(rule_set *rs, const char *name, const char *why) {
     r->hidden_by = rs->n_hidden + 1;
     k++;
   }
-  if (k) rs->hidden[rs->n_hidden++] = mg_arena_strdup(&rs->arena, why);
+  if (k) { /* the reason is only words: a copy memory refused is said shorter */
+    const char *copy = mg_arena_strdup(&rs->arena, why);
+    rs->hidden[rs->n_hidden++] = copy ? copy : "hidden on the command line";
+  }
   return k;
 }
 
@@ -57,11 +60,15 @@ int rules_has_op(const rule_set *rs, mg_op op) {
   return 0;
 }
 
+/* Attribute name of n, copied into rs's arena; NULL when absent, and when memory
+ * is short, which sets rs->oom (an absent attribute means something: a default
+ * kind, a requirement on no attribute). */
 static char *prop(rule_set *rs, xmlNode *n, const char *name) {
   xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
   if (!v) return NULL;
   char *s = mg_arena_strdup(&rs->arena, (const char *)v);
   xmlFree(v);
+  if (!s) rs->oom = 1;
   return s;
 }
 
@@ -75,13 +82,13 @@ static int split_list(rule_set *rs, const char *text, const char ***out) {
     n++;
   }
   *out = mg_arena_alloc(&rs->arena, sizeof(char *) * (size_t)(n + 1));
-  if (!*out) return -1;
+  if (!*out) return rs->oom = 1, -1;
   int k = 0;
   for (const char *p = text; *p;) {
     p += strspn(p, " \t\n");
     if (!*p) break;
     size_t len = strcspn(p, " \t\n");
-    (*out)[k++] = mg_arena_strndup(&rs->arena, p, len);
+    if (!((*out)[k++] = mg_arena_strndup(&rs->arena, p, len))) return rs->oom = 1, -1;
     p += len;
   }
   return n;
@@ -173,7 +180,7 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
   int rc = 0;
   rule r = {0};
   r.line = (int)xmlGetLineNo(x);
-  r.file = mg_arena_strdup(&rs->arena, path);
+  if (!(r.file = mg_arena_strdup(&rs->arena, path))) return rs->oom = 1, -1;
   char *op = prop(rs, x, "op"), *opset = prop(rs, x, "opset");
   if (!op) {
     BAD(x, "<rule> needs an op attribute");
@@ -189,7 +196,7 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
   for (xmlNode *c = x->children; c; c = c->next)
     if (c->type == XML_ELEMENT_NODE) count++;
   r.reqs = mg_arena_alloc(&rs->arena, sizeof(requirement) * (size_t)(count + 1));
-  if (!r.reqs) return -1;
+  if (!r.reqs) return rs->oom = 1, -1;
   for (xmlNode *c = x->children; c; c = c->next) {
     if (c->type != XML_ELEMENT_NODE) continue;
     const char *name = (const char *)c->name;
@@ -261,7 +268,7 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
       int n_args = 0;
       for (xmlNode *a = c->children; a; a = a->next) n_args += a->type == XML_ELEMENT_NODE;
       r.args = mg_arena_alloc(&rs->arena, sizeof(rule_arg) * (size_t)(n_args + 1));
-      if (!r.args) return -1;
+      if (!r.args) return rs->oom = 1, -1;
       for (xmlNode *a = c->children; a; a = a->next) {
         if (a->type != XML_ELEMENT_NODE) continue;
         if (strcmp((const char *)a->name, "arg")) {
@@ -324,7 +331,7 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
   if (rs->n == rs->cap) {
     int cap = rs->cap ? rs->cap * 2 : 64;
     rule *n = mg_realloc(rs->rules, sizeof(rule) * (size_t)cap);
-    if (!n) return -1;
+    if (!n) return rs->oom = 1, -1;
     rs->rules = n;
     rs->cap = cap;
   }
@@ -358,5 +365,10 @@ int rules_load(rule_set *rs, const char *path, mg_diags *d) {
     for (int k = first_new; k < rs->n; k++)
       if (rs->rules[i].op == rs->rules[k].op) rs->rules[i].removed = 1;
   xmlFreeDoc(doc);
+  if (rs->oom) { /* what was not read may have been a requirement */
+    mg_error(d, OOM, NULL, NULL, "%s: out of memory reading the rules", path);
+    rs->oom = 0;
+    rc = -1;
+  }
   return rc;
 }

@@ -28,6 +28,7 @@ suite "inspect every conformance model (ASan+UBSan)" bash ../shared/acceptance/i
 [ -f tests/e2e/bad_inputs.sh ] && suite "bad input exits 2" bash tests/e2e/bad_inputs.sh "$BUILD/migc"
 suite "hostile inputs: refused in 10 s, nothing read outside, nothing changed" bash tests/e2e/hostile_inputs.sh "$BUILD"
 suite "hostile inputs under ASan+UBSan" bash tests/e2e/hostile_inputs.sh "$ASAN"
+suite "allocation failures through every command: exit 2 or 3 with a diagnostic (ASan+UBSan)" bash tests/e2e/fault_cli.sh "$ASAN"
 suite "shape inference agrees with declared shapes" bash tests/e2e/shape_agreement.sh "$BUILD/migc"
 suite "conformance (interpreter), unexpected failures" bash tests/e2e/conformance.sh "$BUILD/migc"
 suite "conformance (interpreter), pass thresholds" bash ../shared/acceptance/conformance.sh "$BUILD/migc" interp

@@ -10,7 +10,7 @@ ZOO=resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,squeezenet
 /usr/bin/python3 tests/fixtures/export_torchvision.py -o "$tv" --models "$ZOO" --opsets 17 --modes default >/dev/null
 zoo=(); for m in ${ZOO//,/ }; do zoo+=("$tv/${m}_op17_default.onnx"); done
 json=$(mktemp)
-"$BUILD/migc" coverage "${zoo[@]}" --format json -o "$json" 2>/dev/null
+"$BUILD/migc" coverage "${zoo[@]}" --format json --force -o "$json" # mktemp made it 2>/dev/null
 {
   echo "# Coverage of the torchvision zoo"
   echo

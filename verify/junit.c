@@ -1,5 +1,6 @@
 /* JUnit XML writer (see junit.h). */
 #include "junit.h"
+#include "outfile.h"
 #include <errno.h>
 #include <libxml/xmlwriter.h>
 #include <limits.h>
@@ -12,20 +13,16 @@ static int attr_f(xmlTextWriterPtr w, const char *name, double v) {
 }
 
 int junit_write(const char *path, const char *suite, const junit_case *cases, int n, double time, mg_diags *d) {
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  /* the file is opened here, not by libxml2, whose I/O errors would print */
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    mg_error(d, IO, path, NULL, "cannot write %s: %s", tmp, strerror(errno));
-    return -1;
-  }
+  /* the file is opened here, not by libxml2, whose I/O errors would print; by the
+   * output rule (core/outfile.h) */
+  mg_out_file o;
+  if (mg_out_fopen(&o, path, d)) return -1;
+  FILE *f = o.f;
   xmlOutputBufferPtr ob = xmlOutputBufferCreateFile(f, NULL);
   xmlTextWriterPtr w = ob ? xmlNewTextWriter(ob) : NULL;
   if (!w) {
     if (ob) xmlOutputBufferClose(ob);
-    fclose(f);
-    unlink(tmp);
+    mg_out_abort(&o);
     mg_error(d, OOM, path, NULL, "no memory for the JUnit writer");
     return -1;
   }
@@ -59,12 +56,10 @@ int junit_write(const char *path, const char *suite, const junit_case *cases, in
   }
   bad |= xmlTextWriterEndDocument(w) < 0; /* closes every open element */
   xmlFreeTextWriter(w); /* flushes into f, which stays ours to close */
-  bad |= fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path)) {
-    unlink(tmp);
+  if (bad) {
+    mg_out_abort(&o);
     mg_error(d, IO, path, NULL, "cannot write the JUnit report");
     return -1;
   }
-  return 0;
+  return mg_out_commit(&o, d);
 }

@@ -28,12 +28,18 @@ double *wt_read_f64(const wt_source *s, const wt_tensor *t, mg_diags *d) {
   return v;
 }
 
-static double *init_f64(const mg_value *v) {
+/* An initializer's values as doubles; NULL when it has none as floats, and also
+ * when memory is short, which then sets *oom (a NULL the caller must not take
+ * for "not a float": binding less than it could, without a word). */
+static double *init_f64(const mg_value *v, int *oom) {
   if (!mg_dtype_is_float(v->dtype) || !v->data) return NULL;
   int64_t n = mg_shape_numel(&v->shape);
   if (n < 0) return NULL;
   double *o = mg_malloc(sizeof(double) * (size_t)(n + 1));
-  if (!o) return NULL;
+  if (!o) {
+    *oom = 1;
+    return NULL;
+  }
   const unsigned char *p = v->data;
   size_t es = mg_dtype_size(v->dtype);
   for (int64_t i = 0; i < n; i++) o[i] = mg_load_f64(v->dtype, p + (size_t)i * es);
@@ -67,12 +73,17 @@ typedef struct {
   double **cache; /* per source tensor: values as double, loaded on demand */
   char *loaded;
   double **sorted; /* per source tensor: its values sorted (try_derived), on demand */
+  int failed;      /* a float tensor could not be read (memory, or the source): binding fails */
 } bind_ctx;
 
+/* Source tensor i as doubles, read once; NULL for a tensor that is not float, and
+ * for one that cannot be read, which marks the binding failed (wt_read_f64 has
+ * said why when the source was at fault). */
 static const double *cached(bind_ctx *c, int i) {
   if (!c->loaded[i]) {
     c->cache[i] = wt_read_f64(c->s, wt_get(c->s, i), c->d);
     c->loaded[i] = 1;
+    if (!c->cache[i] && mg_dtype_is_float(wt_get(c->s, i)->dtype)) c->failed = 1;
   }
   return c->cache[i];
 }
@@ -188,8 +199,8 @@ static int cmp_double(const void *a, const void *b) {
 static int try_derived(bind_ctx *c, const mg_value *init, wt_binding *b) {
   int64_t n = mg_shape_numel(&init->shape);
   if (n < 2 || n > DERIVED_MAX) return 0;
-  double *iv = init_f64(init);
-  if (!iv) return -1;
+  double *iv = init_f64(init, &c->failed);
+  if (!iv) return c->failed ? -1 : 0;
   int nonzero = 0;
   for (int64_t k = 0; k < n; k++) nonzero |= iv[k] != 0;
   for (int i = 0; i < wt_count(c->s) && nonzero; i++) {
@@ -198,7 +209,11 @@ static int try_derived(bind_ctx *c, const mg_value *init, wt_binding *b) {
     if (m < 2 || m > DERIVED_MAX || !mg_dtype_is_float(t->dtype)) continue;
     if (!c->sorted[i]) { /* each source tensor sorted once */
       const double *sv = cached(c, i);
-      if (!sv || !(c->sorted[i] = mg_malloc(sizeof(double) * (size_t)m))) continue;
+      if (!sv) continue; /* not a float, or cannot be read (c->failed says which) */
+      if (!(c->sorted[i] = mg_malloc(sizeof(double) * (size_t)m))) {
+        mg_free(iv);
+        return -1;
+      }
       memcpy(c->sorted[i], sv, sizeof(double) * (size_t)m);
       qsort(c->sorted[i], (size_t)m, sizeof(double), cmp_double);
     }
@@ -269,7 +284,11 @@ static int try_rnn(bind_ctx *c, const mg_node *u, int slot, const mg_value *init
 static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
   *b = (wt_binding){.init = init};
   const wt_tensor *named = wt_find(c->s, init->name);
-  double *iv = init_f64(init);
+  double *iv = init_f64(init, &c->failed);
+  if (c->failed) { /* now or from an earlier tensor: the binding fails either way */
+    mg_free(iv);
+    return -1;
+  }
   if (!iv) {
     /* integers: a parameter only if a source tensor of that name has equal bytes */
     if (named && same_dims(init, named) && named->dtype == init->dtype) {
@@ -504,8 +523,8 @@ int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out,
     if (!u || (u->op != MG_OP_Conv && u->op != MG_OP_ConvTranspose) || slot != 2) continue;
     for (int k = 0; k < nb; k++)
       if (b[k].init == u->in[1] && b[k].kind == WT_BN_FOLD_WEIGHT) {
-        double *iv = init_f64(b[i].init);
-        if (!iv) break;
+        double *iv = init_f64(b[i].init, &c.failed);
+        if (!iv) break; /* c.failed, or no float values */
         if (try_fold_bias(&c, b[i].init, iv, &b[k], &b[i]) < 0) rc = -1;
         mg_free(iv);
         break;
@@ -521,6 +540,10 @@ int wt_bind(const wt_source *s, const mg_model *m, wt_binding **out, int *n_out,
       mg_error(d, OOM, NULL, NULL, "out of memory");
       rc = -1;
     }
+  /* a tensor or initializer that could not be read leaves the binding short of
+   * what it would find: a failure, never a quietly weaker binding */
+  if (!rc && c.failed) rc = -1;
+  if (rc && !d->errors) mg_error(d, OOM, NULL, NULL, "out of memory binding the weights");
   for (int i = 0; c.sorted && i < wt_count(s); i++) mg_free(c.sorted[i]);
   mg_free(c.sorted);
   for (int i = 0; c.cache && i < wt_count(s); i++) mg_free(c.cache[i]);
@@ -660,7 +683,13 @@ int wt_bind_apply(const wt_source *s, mg_model *m, wt_binding *b, int nb, mg_dia
       if (!d->errors) mg_error(d, OOM, NULL, NULL, "out of memory");
       return -1;
     }
-    double *old = init_f64(init), err = 0;
+    int oom = 0;
+    double *old = init_f64(init, &oom), err = 0;
+    if (oom) { /* max_err would be 0: a stale export's difference reported as none */
+      mg_free(v);
+      mg_error(d, OOM, NULL, NULL, "out of memory applying the bound weights");
+      return -1;
+    }
     for (int64_t k = 0; k < n; k++) {
       store_float(init->dtype, buf + (size_t)k * es, v[k]);
       if (old) err = fmax(err, fabs(old[k] - mg_load_f64(init->dtype, buf + (size_t)k * es)));

@@ -34,6 +34,8 @@
 #endif
 #include "ckpt_internal.h"
 #include "source_internal.h"
+#include "mapfile.h"
+#include "outfile.h"
 #include "tmpfiles.h"
 #include <assert.h>
 #include <errno.h>
@@ -152,17 +154,9 @@ int wt_ckpt_begin(const char *path, int force, int crc, wt_ckpt_writer **out, mg
   *out = NULL;
   const char *saved = d->file;
   d->file = path;
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    if (!S_ISREG(st.st_mode)) { /* force must not replace /dev/null or a directory */
-      mg_error(d, IO, NULL, NULL, "exists and is not a regular file; refusing to replace it");
-      goto fail_early;
-    }
-    if (!force) {
-      mg_error(d, IO, NULL, NULL, "exists; refusing to overwrite it without force");
-      goto fail_early;
-    }
-  }
+  /* the output rule (core/outfile.h): never an input or an earlier output of
+   * this run, never /dev/null or a folder, an existing file only with force */
+  if (mg_out_check(path, force, d)) goto fail_early;
   wt_ckpt_writer *w = mg_calloc(1, sizeof *w);
   if (!w) goto oom_early;
   w->fd = -1;
@@ -235,6 +229,9 @@ static int flush(wt_ckpt_writer *w, const unsigned char *p, size_t n) {
     ssize_t k = writev(w->fd, iov + i, 2 - i);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) {
+      /* EFAULT: the source is a mapped input cut short meanwhile; say so */
+      if (k < 0 && errno == EFAULT) mg_map_touch(iov[i].iov_base, iov[i].iov_len);
+      if (mg_map_check(w->d)) return -1;
       mg_error(w->d, IO, NULL, NULL, "cannot write %s: %s", w->tmp, k < 0 ? strerror(errno) : "no progress");
       return -1;
     }
@@ -375,6 +372,7 @@ static int write_value(wt_ckpt_writer *w, const char *tag, const char *type, int
       return -1;
     }
     if (out(w, src, (size_t)k * es)) return -1;
+    if (mg_map_check(w->d)) return -1; /* a mapped input was cut short: stop now, not at commit */
     done += k;
   }
   return 0;
@@ -429,26 +427,10 @@ int wt_ckpt_add(wt_ckpt_writer *w, const char *tag, mg_dtype dtype, int rank, co
   return wt_ckpt_add_view(w, tag, dtype, rank, dims, fill, NULL, ctx);
 }
 
-/* Moves the finished temporary file to w->path. Without force, link() refuses a
- * file that appeared since begin; filesystems without hard links fall back to a
- * check followed by rename. */
+/* Moves the finished temporary file to w->path by the output rule: without
+ * force, link() refuses a file that appeared since begin. */
 static int install(wt_ckpt_writer *w) {
-  if (!w->force) {
-    if (link(w->tmp, w->path) == 0) {
-      unlink(w->tmp); /* the output is in place; a stray temporary is harmless */
-      mg_tmp_unregister(w->tmp);
-      return 0;
-    }
-    struct stat st;
-    if (errno == EEXIST || lstat(w->path, &st) == 0) {
-      mg_error(w->d, IO, NULL, NULL, "appeared while it was being written; refusing to overwrite it");
-      return -1;
-    }
-  }
-  if (rename(w->tmp, w->path)) {
-    mg_error(w->d, IO, NULL, NULL, "cannot rename %s into place: %s", w->tmp, strerror(errno));
-    return -1;
-  }
+  if (mg_out_install(w->tmp, w->path, w->force, w->d)) return -1;
   mg_tmp_unregister(w->tmp);
   return 0;
 }

@@ -15,6 +15,7 @@
  * warning), and dims [0] holding one element is a scalar. */
 #include "ckpt_internal.h"
 #include "source_internal.h"
+#include "mapfile.h"
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,7 @@ typedef struct {
 static void ck_close(void *p) {
   ck_impl *im = p;
   if (!im) return;
-  if (im->map) munmap(im->map, im->map_len);
+  if (im->map) mg_unmap_file(im->map, im->map_len);
   mg_free(im->chunks);
   mg_free(im->runs);
   mg_free(im);
@@ -438,7 +439,7 @@ static int ck_parse(const unsigned char *p, size_t len, const char *name, void *
   wt_source *s = wt_source_new(name);
   ck_impl *im = s ? mg_calloc(1, sizeof *im) : NULL;
   if (!im) {
-    if (map) munmap(map, len);
+    if (map) mg_unmap_file(map, len);
     wt_close(s);
     mg_error(d, OOM, NULL, NULL, "out of memory reading the checkpoint");
     return -1;
@@ -493,7 +494,8 @@ int ckpt_open_buffer(const void *data, size_t len, const char *name, wt_source *
 }
 
 /* weights.h. The source owns the mapping: tensors read from it until wt_close.
- * (Like any mmap reader, a file truncated by someone else meanwhile is SIGBUS.) */
+ * (A file truncated by someone else meanwhile reads as zeros past its new end,
+ * and the run ends with a diagnostic: core/mapfile.h.) */
 int ckpt_open(const char *path, wt_source **out, mg_diags *d) {
   assert(path && out && d);
   *out = NULL;
@@ -512,7 +514,7 @@ int ckpt_open(const char *path, wt_source **out, mg_diags *d) {
     mg_error(d, LIMIT, NULL, NULL, "too large to map");
   } else {
     size_t n = (size_t)st.st_size;
-    void *map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *map = mg_map_file(fd, n, path); /* a truncation is a diagnostic, not SIGBUS */
     if (map == MAP_FAILED) mg_error(d, IO, NULL, NULL, "cannot map: %s", strerror(errno));
     else rc = ck_parse(map, n, path, map, out, d);
   }

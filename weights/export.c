@@ -1,4 +1,5 @@
 #include "export.h"
+#include "outfile.h"
 #include "arena.h"
 #include <errno.h>
 #include <jansson.h>
@@ -64,15 +65,19 @@ static json_t *dims_json(int rank, const int64_t *dims) {
   return a;
 }
 
-static int write_json_atomic(const char *path, json_t *o, mg_diags *d) {
-  char tmp[PATH_MAX + 32];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  if (json_dump_file(o, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || rename(tmp, path)) {
-    unlink(tmp);
-    mg_error(d, IO, path, NULL, "cannot write: %s", strerror(errno));
+int wt_write_json(const char *path, struct json_t *o, size_t flags, mg_diags *d) {
+  mg_out_file f;
+  if (!o) {
+    mg_error(d, OOM, path, NULL, "out of memory building the JSON");
     return -1;
   }
-  return 0;
+  if (mg_out_fopen(&f, path, d)) return -1;
+  if (json_dumpf(o, f.f, flags) || fputc('\n', f.f) == EOF) {
+    mg_out_abort(&f);
+    mg_error(d, IO, path, NULL, "cannot write: %s", strerror(errno ? errno : EIO));
+    return -1;
+  }
+  return mg_out_commit(&f, d);
 }
 
 double wt_default_output_limit(const char *source_path) {
@@ -258,7 +263,7 @@ int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m,
     st->bound = bound, st->unbound = unbound, st->constants = constants;
   }
   if (!rc && wt_ckpt_commit(w)) rc = -1;
-  if (!rc && map_out && write_json_atomic(map_out, map, d)) rc = -1;
+  if (!rc && map_out && wt_write_json(map_out, map, JSON_INDENT(2) | JSON_PRESERVE_ORDER, d)) rc = -1;
 done:
   if (w) wt_ckpt_abort(w);
   json_decref(map);

@@ -37,6 +37,13 @@ typedef struct {
  * graph initializer bound to no source tensor is a warning naming it. Returns 0;
  * 1 when the source has no tensor to write (nothing is written: MindSpore cannot
  * load an empty checkpoint); -1 with a diagnostic. */
+/* path := o serialised with jansson's flags and a newline, by the output rule
+ * (core/outfile.h: temporary file, fsync, rename; never over an input, an
+ * existing file only with --force). 0, or -1 with a diagnostic (also for o NULL,
+ * the mark of a JSON that could not be built). */
+struct json_t;
+int wt_write_json(const char *path, struct json_t *o, size_t flags, mg_diags *d);
+
 int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m, const wt_binding *b, int nb,
                    const char *out, const char *map_out, const wt_export_opts *o, wt_export_stats *st,
                    mg_diags *d);

@@ -26,6 +26,7 @@
  * business. */
 #include "ckpt_internal.h"
 #include "source_internal.h"
+#include "mapfile.h"
 #include "unpickle.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +114,7 @@ static void zip_impl_close(void *p) {
   mg_free(z->whole);
   mg_free(z->cd);
   mg_free(z->chk);
-  if (z->mapped) munmap((void *)z->map, z->map_len);
+  if (z->mapped) mg_unmap_file((void *)z->map, z->map_len);
   if (z->za) zip_discard(z->za);
   mg_free(z);
 }
@@ -574,7 +575,7 @@ static int zip_build(zip_t *za, const unsigned char *map, size_t len, int mapped
   pth_zip *z = mg_calloc(1, sizeof *z);
   if (!z) {
     zip_discard(za);
-    if (mapped) munmap((void *)map, len);
+    if (mapped) mg_unmap_file((void *)map, len);
     mg_error(d, OOM, NULL, NULL, "out of memory");
     return -1;
   }
@@ -664,7 +665,7 @@ static int zip_open_buffer(const void *buf, size_t len, int mapped, const char *
   zip_t *za = src ? zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze) : NULL;
   if (!za) {
     if (src) zip_source_free(src);
-    if (mapped) munmap((void *)buf, len);
+    if (mapped) mg_unmap_file((void *)buf, len);
     mg_error(d, MALFORMED, NULL, NULL, "not a readable zip archive: %s", zip_error_strerror(&ze));
     zip_error_fini(&ze);
     return -1;
@@ -683,7 +684,7 @@ typedef struct {
 static void map_close(void *p) {
   pth_map *m = p;
   if (!m) return;
-  if (m->map) munmap(m->map, m->len);
+  if (m->map) mg_unmap_file(m->map, m->len);
   mg_free(m);
 }
 
@@ -798,7 +799,7 @@ static pth_map *map_file(const char *path, mg_diags *d) {
     mg_error(d, OOM, NULL, NULL, "out of memory");
   } else {
     m->len = (size_t)sb.st_size;
-    m->map = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
+    m->map = mg_map_file(fd, m->len, path); /* a truncation is a diagnostic, not SIGBUS */
     if (m->map == MAP_FAILED) {
       mg_error(d, IO, NULL, NULL, "cannot map: %s", strerror(errno));
       mg_free(m);

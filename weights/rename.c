@@ -33,6 +33,7 @@ struct wt_rules {
   int n_modules, cap_modules;
   name_rule *names;
   int n_names, cap_names;
+  int oom; /* an allocation failed while loading: the load fails, whatever else it found */
 };
 
 wt_rules *wt_rules_new(void) {
@@ -51,11 +52,14 @@ void wt_rules_free(wt_rules *r) {
   mg_free(r);
 }
 
+/* Attribute name of n, copied into r's arena; NULL when absent, and when memory
+ * is short, which sets r->oom (an absent drop= or layout= means something). */
 static char *attr(wt_rules *r, xmlNode *n, const char *name) {
   xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
   if (!v) return NULL;
   char *s = mg_arena_strdup(&r->arena, (const char *)v);
   xmlFree(v);
+  if (!s) r->oom = 1;
   return s;
 }
 
@@ -67,6 +71,7 @@ static char *attr(wt_rules *r, xmlNode *n, const char *name) {
     rc = -1;                                                                          \
   } while (0)
 
+/* Makes room for one more element; -1 when memory is short. */
 static int grow(void **arr, int *cap, int count, size_t elem) {
   if (count < *cap) return 0;
   int ncap = *cap ? *cap * 2 : 16;
@@ -89,7 +94,7 @@ static int load_module(wt_rules *r, xmlNode *m, const char *path, mg_diags *d) {
   for (xmlNode *p = m->children; p; p = p->next)
     if (p->type == XML_ELEMENT_NODE) count++;
   mr.params = mg_arena_alloc(&r->arena, sizeof(param_rule) * (size_t)(count + 1));
-  if (!mr.params) return -1;
+  if (!mr.params) return r->oom = 1, -1;
   for (xmlNode *p = m->children; p; p = p->next) {
     if (p->type != XML_ELEMENT_NODE) continue;
     if (strcmp((const char *)p->name, "param")) {
@@ -120,7 +125,7 @@ static int load_module(wt_rules *r, xmlNode *m, const char *path, mg_diags *d) {
       r->modules[i] = mr;
       return 0;
     }
-  if (grow((void **)&r->modules, &r->cap_modules, r->n_modules, sizeof(module_rule))) return -1;
+  if (grow((void **)&r->modules, &r->cap_modules, r->n_modules, sizeof(module_rule))) return r->oom = 1, -1;
   r->modules[r->n_modules++] = mr;
   return 0;
 }
@@ -155,7 +160,7 @@ static int load_name_rule(wt_rules *r, xmlNode *n, const char *path, mg_diags *d
   }
   if (grow((void **)&r->names, &r->cap_names, r->n_names, sizeof(name_rule))) {
     if (!nr.is_override) regfree(&nr.re);
-    return -1;
+    return r->oom = 1, -1;
   }
   r->names[r->n_names++] = nr;
   return 0;
@@ -180,6 +185,11 @@ int wt_rules_load(wt_rules *r, const char *path, mg_diags *d) {
     }
   }
   xmlFreeDoc(doc);
+  if (r->oom) { /* what was not read may have been a drop or a layout change */
+    mg_error(d, OOM, NULL, NULL, "%s: out of memory reading the naming rules", path);
+    r->oom = 0;
+    rc = -1;
+  }
   return rc;
 }
 
@@ -234,24 +244,27 @@ static int lone_matrix_weight(const wt_source *s, const wt_tensor *t) {
   return 1;
 }
 
-static char *regex_apply(const name_rule *nr, const char *in) {
+/* buf[2048] := in with nr's regex replaced (groups \1 to \9); 0 when it does
+ * not match. */
+static int regex_apply(const name_rule *nr, const char *in, char *buf) {
   regmatch_t m[10];
-  if (regexec(&nr->re, in, 10, m, 0)) return NULL;
-  char buf[2048];
+  if (regexec(&nr->re, in, 10, m, 0)) return 0;
+  const size_t cap = 2048;
   size_t k = 0;
-  k += (size_t)snprintf(buf, sizeof buf, "%.*s", (int)m[0].rm_so, in);
-  for (const char *p = nr->replace; *p && k + 1 < sizeof buf; p++) {
+  k += (size_t)snprintf(buf, cap, "%.*s", (int)m[0].rm_so, in);
+  for (const char *p = nr->replace; *p && k + 1 < cap; p++) {
     if (*p == '\\' && p[1] >= '0' && p[1] <= '9') {
       int g = p[1] - '0';
       if (m[g].rm_so >= 0)
-        k += (size_t)snprintf(buf + k, sizeof buf - k, "%.*s", (int)(m[g].rm_eo - m[g].rm_so), in + m[g].rm_so);
+        k += (size_t)snprintf(buf + k, cap - k, "%.*s", (int)(m[g].rm_eo - m[g].rm_so), in + m[g].rm_so);
       p++;
     } else {
       buf[k++] = *p;
     }
   }
-  if (k < sizeof buf) snprintf(buf + k, sizeof buf - k, "%s", in + m[0].rm_eo);
-  return strdup(buf);
+  if (k < cap) snprintf(buf + k, cap - k, "%s", in + m[0].rm_eo);
+  else buf[cap - 1] = 0;
+  return 1;
 }
 
 int wt_plan(const wt_source *s, const wt_rules *r, const wt_type_hint *hints, int n_hints,
@@ -302,11 +315,10 @@ int wt_plan(const wt_source *s, const wt_rules *r, const wt_type_hint *hints, in
         if (nr->drop) dropped = 1;
         else snprintf(name, sizeof name, "%s", nr->replace);
       } else {
-        char *nn = regex_apply(nr, name);
-        if (!nn) continue;
+        char nn[2048];
+        if (!regex_apply(nr, name, nn)) continue;
         e->rule = "regex";
         snprintf(name, sizeof name, "%s", nn);
-        free(nn);
       }
     }
     if (e->unsqueeze_axis > t->rank) e->unsqueeze_axis = -1;

@@ -9,6 +9,7 @@
  * shape, offsets inside the data and end - begin == numel * element size, and no
  * two tensors overlapping. Gaps between tensors are tolerated. */
 #include "source_internal.h"
+#include "mapfile.h"
 #include "unpickle.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -189,7 +190,7 @@ typedef struct {
 
 static void st_map_close(void *p) {
   st_map *m = p;
-  if (m->map) munmap(m->map, m->len);
+  if (m->map) mg_unmap_file(m->map, m->len);
   mg_free(m);
 }
 
@@ -218,7 +219,7 @@ int safetensors_open(const char *path, wt_source **out, mg_diags *d) {
     goto done;
   }
   m->len = (size_t)sb.st_size;
-  m->map = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
+  m->map = mg_map_file(fd, m->len, path); /* a truncation is a diagnostic, not SIGBUS */
   if (m->map == MAP_FAILED) {
     m->map = NULL;
     mg_error(d, IO, NULL, NULL, "cannot map: %s", strerror(errno));

@@ -1,5 +1,6 @@
 /* The shared source representation: tensor tables and strided, streamed reads. */
 #include "source_internal.h"
+#include "mapfile.h"
 #include <string.h>
 #include <sys/mman.h>
 
@@ -63,7 +64,7 @@ void wt_close(wt_source *s) {
   if (!s) return;
   for (int i = 0; i < s->n_storages; i++) {
     if (s->storages[i].owned) mg_free(s->storages[i].owned);
-    if (s->storages[i].map) munmap(s->storages[i].map, s->storages[i].map_len);
+    if (s->storages[i].map) mg_unmap_file(s->storages[i].map, s->storages[i].map_len);
   }
   if (s->close_impl) s->close_impl(s->impl);
   mg_free(s->tensors);

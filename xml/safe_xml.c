@@ -1,5 +1,6 @@
 #include "safe_xml.h"
 #include "arena.h"
+#include "outfile.h"
 #include <errno.h>
 #include <stdint.h>
 #include <libxml/parser.h>
@@ -16,6 +17,7 @@ static int slurp(const char *path, char **text, size_t *len, mg_diags *d) {
     mg_error(d, IO, NULL, NULL, "%s: cannot read: %s", path, strerror(errno));
     return -1;
   }
+  mg_out_note_input_fd(fileno(f)); /* no output of this run replaces it */
   size_t cap = 0, n = 0;
   char *s = NULL;
   for (;;) {

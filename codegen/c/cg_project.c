@@ -456,6 +456,9 @@ static int copy_runtime(cg_ctx *c, const char *dir) {
   while (!rc && (e = readdir(dd))) {
     size_t len = strlen(e->d_name);
     if (strncmp(e->d_name, "mg_", 3) || len < 3 || strcmp(e->d_name + len - 2, ".h")) continue;
+    /* a project with a runner gets its own selection, written once by
+     * cg_write_project (two outputs of one run never share a name) */
+    if (!c->o->no_runner && !strcmp(e->d_name, "mg_rt_select.h")) continue;
     char path[4096 + 256];
     snprintf(path, sizeof path, "%s/%s", src, e->d_name);
     rc = cg_copy_file(c->d, path, rdir, e->d_name);

@@ -432,6 +432,7 @@ static void emit_trace(cg_ctx *c, const mg_value *v) {
     int rank = cg_dims(v, dims);
     const char *io = name.failed ? "0"
                                  : cg_static(c, "mg_rt_io", "{%s, %s, %d, 0, 0}", name.s, dt ? dt : "MG_RT_F32", rank);
+    if (name.failed) c->body.failed = 1; /* "0" is no io: the project must fail */
     cg_buf_free(&name);
     cg_line(c, "if (trace) {");
     cg_line(c, "  mg_rt_io io_ = %s;", io);
@@ -449,6 +450,7 @@ static void emit_trace(cg_ctx *c, const mg_value *v) {
   const char *io = name.failed ? "0"
                                : cg_static(c, "mg_rt_io", "{%s, %s, %d, %s, %zu}", name.s,
                                            dt ? dt : "MG_RT_F32", rank, shape, bytes_of(v));
+  if (name.failed) c->body.failed = 1; /* "0" is no io: the project must fail */
   cg_buf_free(&name);
   cg_line(c, "if (trace) trace(tctx, &%s, %s);", io, cg_vin(c, v));
 }

@@ -2,6 +2,7 @@
  * and is renamed into place, so a failed conversion never leaves a half-written
  * file under a final name. */
 #include "writer.h"
+#include "outfile.h"
 #include "tmpfiles.h"
 #include <dirent.h>
 #include <errno.h>
@@ -36,13 +37,20 @@ int cg_file_commit(mg_diags *d, FILE *f, const char *tmp, const char *dir, const
   snprintf(final, sizeof final, "%s/%s", dir, name);
   int bad = ferror(f);
   bad |= fclose(f) != 0;
-  if (bad || rename(tmp, final)) {
+  if (bad) {
     remove(tmp);
     mg_tmp_unregister(tmp);
     mg_error(d, IO, final, NULL, "cannot write %s: %s", final, strerror(errno ? errno : EIO));
     return -1;
   }
-  mg_tmp_unregister(tmp);
+  /* the output rule (core/outfile.h): no input, no earlier output of this run,
+   * and an existing file only with --force; a project is cheap to make again,
+   * so it is not fsynced */
+  if (mg_out_install(tmp, final, 1, d)) {
+    remove(tmp);
+    mg_tmp_unregister(tmp);
+    return -1;
+  }
   return 0;
 }
 

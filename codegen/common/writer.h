@@ -11,8 +11,10 @@ int cg_mkdirs(const char *path);
  * bytes) receives its path. A caller that gives up on f removes tmp and calls
  * mg_tmp_unregister(tmp). */
 FILE *cg_file_open(const char *dir, const char *name, char *tmp, size_t n);
-/* Closes f and renames tmp to dir/name; on any write error removes tmp, records an
- * io diagnostic and returns -1. */
+/* Closes f and installs tmp as dir/name by the output rule (core/outfile.h:
+ * never over an input or an earlier output of this run, over an existing file
+ * only with --force); on any error removes tmp, records an io diagnostic and
+ * returns -1. */
 int cg_file_commit(mg_diags *d, FILE *f, const char *tmp, const char *dir, const char *name);
 /* dir/name := text, atomically. 0, or -1 with a diagnostic. */
 int cg_write_text(mg_diags *d, const char *dir, const char *name, const char *text);

@@ -166,7 +166,8 @@ static const char *param_expr(ms_ctx *c, const mg_value *v, const char *tag, con
  * node's output by its name, a parameter by its attribute path, a small constant
  * inline. NULL (after recording why in *why) when it cannot be written. */
 static const char *tensor_expr(ms_ctx *c, const mg_value *v, const char **why) {
-  if (v->id >= 0 && v->id < c->m->graph->n_values && c->m->graph->values[v->id] == v && c->pyname[v->id])
+  if (c->pyname && v->id >= 0 && v->id < c->m->graph->n_values && c->m->graph->values[v->id] == v &&
+      c->pyname[v->id]) /* (no names: memory ran out, c->failed says so at the end) */
     return c->pyname[v->id];
   if (v->kind == MG_V_INIT) {
     const char *w = NULL;
@@ -750,6 +751,14 @@ static void emit_node(ms_ctx *c, const mg_node *n) {
   while (n_bound > 1 && (!n->out[n_bound - 1] || !n->out[n_bound - 1]->n_uses)) n_bound--;
   for (int k = 0; k < n_bound; k++)
     cg_buf_printf(&lhs, "%s%s", k ? ", " : "", n->out[k] && c->pyname[n->out[k]->id] ? c->pyname[n->out[k]->id] : "_");
+  /* memory ran out (a cell path with no reason is one too): c->failed makes it the
+   * script's OOM error */
+  if (lhs.failed || args.failed || (is_cell && !path)) {
+    c->failed = 1;
+    cg_buf_free(&lhs);
+    cg_buf_free(&args);
+    return;
+  }
   if (is_cell) {
     ms_cell *at = &c->root;
     for (const char *q = path; *q && at;) {
@@ -973,7 +982,7 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
                   k, k, map_ms_dtype_name(c.consts[k]->dtype), c.consts[k]->name);
   cg_buf_printf(&net, "%s", c.init.s ? c.init.s : "");
   cg_buf_printf(&net, "\n    def construct(self");
-  for (int i = 0; i < g->n_inputs; i++) cg_buf_printf(&net, ", %s", c.pyname[g->inputs[i]->id]);
+  for (int i = 0; i < g->n_inputs && c.pyname; i++) cg_buf_printf(&net, ", %s", c.pyname[g->inputs[i]->id]);
   cg_buf_printf(&net, "):\n%s        return %s\n", c.body.s ? c.body.s : "", ret.s ? ret.s : "None");
   int rc = 0;
   if (c.failed || net.failed || c.init.failed || c.body.failed || ret.failed) {

@@ -2,6 +2,7 @@
  * Lite and ATC command lines, and the ModelArts package (ms_package.h). They are
  * made from the graph's inputs and outputs only: names, dtypes, shapes. */
 #include "ms_package.h"
+#include "outfile.h"
 #include "text.h"
 #include "writer.h"
 #include <errno.h>
@@ -597,9 +598,10 @@ static int join(mg_diags *d, char *out, size_t n, const char *a, const char *b) 
   return 0;
 }
 
-/* dir/name := the file src, atomically: a hard link where the file system allows
- * one (a checkpoint is large and never changes once written; migc rewrites it by
- * rename, so the link keeps this conversion's), else a streamed copy. */
+/* dir/name := the file src, atomically and by the output rule: a hard link where
+ * the file system allows one (a checkpoint is large and never changes once
+ * written; migc rewrites it by rename, so the link keeps this conversion's),
+ * else a streamed copy. */
 static int link_or_copy(mg_diags *d, const char *src, const char *dir, const char *name, int try_link) {
   char tmp[4096], final[4096];
   if (join(d, final, sizeof final, dir, name)) return -1;
@@ -607,8 +609,10 @@ static int link_or_copy(mg_diags *d, const char *src, const char *dir, const cha
   if (try_link && k > 0 && (size_t)k < sizeof tmp) {
     unlink(tmp);
     if (!link(src, tmp)) {
-      if (!rename(tmp, final)) return 0;
-      unlink(tmp);
+      /* installed by the output rule (core/outfile.h), as every other file is */
+      int rc = mg_out_install(tmp, final, 1, d);
+      if (rc) unlink(tmp);
+      return rc;
     }
   }
   FILE *in = fopen(src, "rb");

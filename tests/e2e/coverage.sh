@@ -20,7 +20,7 @@ ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 zoo=(); for m in ${ZOO//,/ }; do zoo+=("$tv/${m}_op17_default.onnx"); done
-if "$MIGC" coverage "${zoo[@]}" --format json -o "$work/zoo.json" 2>"$work/zoo.err"; then
+if "$MIGC" coverage "${zoo[@]}" --force --format json -o "$work/zoo.json" 2>"$work/zoo.err"; then
   res=$(/usr/bin/python3 ../shared/acceptance/coverage-check.py "$work/zoo.json" "${zoo[@]}" | tail -1)
   [[ $res == "1 passed, 0 failed" ]] && ok "torchvision zoo report: $res" || bad "torchvision zoo report: $res"
 else bad "coverage over the zoo: $(tail -1 "$work/zoo.err")"; fi
@@ -37,14 +37,14 @@ if [ -z "$unlisted" ]; then ok "$types op types in the zoo: each converts for mi
 else bad "op types that neither convert nor are listed with a reason in docs/coverage.md:$unlisted"; fi
 
 node=(); while IFS= read -r m; do node+=("$m"); done < <(find ../shared/onnx-conformance/node -name model.onnx | sort)
-if "$MIGC" coverage "${node[@]}" --format json -o "$work/node.json" 2>/dev/null; then
+if "$MIGC" coverage "${node[@]}" --force --format json -o "$work/node.json" 2>/dev/null; then
   res=$(/usr/bin/python3 ../shared/acceptance/coverage-check.py "$work/node.json" | tail -1)
   [[ $res == "1 passed, 0 failed" ]] && ok "report over ${#node[@]} node tests: $res" || bad "node report: $res"
 else bad "coverage over node/ exited non-zero"; fi
 
 # honesty: a custom-domain op is named with its node, the rest still converts, exit 0
 /usr/bin/python3 tests/fixtures/make_bad_models.py -o "$work/bad" >/dev/null
-if "$MIGC" coverage "$work/bad/custom_op.onnx" --format json -o "$work/custom.json" 2>/dev/null &&
+if "$MIGC" coverage "$work/bad/custom_op.onnx" --force --format json -o "$work/custom.json" 2>/dev/null &&
    jq -e '.models[0].ops[] | select(.op == "com.example::MyOp") | .status.mindspore == "unsupported-op" and (.nodes | length) == 1' "$work/custom.json" >/dev/null &&
    jq -e '.models[0].ops[] | select(.op == "Relu") | .status.mindspore == "supported"' "$work/custom.json" >/dev/null; then
   ok "custom op named, with its node, the rest converted"
@@ -52,11 +52,11 @@ else bad "custom op report"; fi
 
 # ... and the same model is a clear error for convert --strict (exit 2, naming the
 # node), while a plain convert still converts the rest (exit 0)
-if "$MIGC" convert "$work/bad/custom_op.onnx" -o "$work/conv_custom" --cpu-only > /dev/null 2>"$work/conv.err" &&
+if "$MIGC" convert "$work/bad/custom_op.onnx" -o "$work/conv_custom" --cpu-only --force > /dev/null 2>"$work/conv.err" &&
    [ -s "$work/conv_custom/cpu/model.c" ] && grep -q "MyOp" "$work/conv.err"; then
   ok "convert without --strict: the rest converted, the custom op named"
 else bad "convert of a model with a custom op"; fi
-"$MIGC" convert "$work/bad/custom_op.onnx" -o "$work/conv_strict" --strict --target cpu,mindspore > /dev/null 2>"$work/strict.err"
+"$MIGC" convert "$work/bad/custom_op.onnx" -o "$work/conv_strict" --force --strict --target cpu,mindspore > /dev/null 2>"$work/strict.err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "MyOp" "$work/strict.err" && grep -q -- "--strict" "$work/strict.err"; then
   ok "convert --strict: exit 2 naming the custom op"
@@ -111,7 +111,7 @@ save("equal_f32", [h.make_node("Equal", ["a", "b"], ["y"])], [f("a", [3]), f("b"
 PY
 req() { # name model target status reason-substring
   local name=$1 model=$2 t=$3 st=$4 why=$5
-  "$MIGC" coverage "$work/$model.onnx" --format json -o "$work/$model.json" 2>/dev/null
+  "$MIGC" coverage "$work/$model.onnx" --force --format json -o "$work/$model.json" 2>/dev/null
   if jq -e --arg t "$t" --arg st "$st" --arg why "$why" \
        '[.models[0].ops[] | select((.status[$t] == $st) and (.reason[$t] | contains($why)))] | length > 0' \
        "$work/$model.json" > /dev/null; then ok "$name"
@@ -133,7 +133,7 @@ req "Equal on float32: a host fallback, naming the dtype aclnn's rule excludes" 
   "dtype float32; the rule allows"
 
 # HTML: one self-contained page that renders in headless Chromium
-"$MIGC" coverage "$tv/resnet18_op17_default.onnx" "$work/bad/custom_op.onnx" --format html -o "$work/report.html" 2>/dev/null
+"$MIGC" coverage "$tv/resnet18_op17_default.onnx" "$work/bad/custom_op.onnx" --force --format html -o "$work/report.html" 2>/dev/null
 if grep -qiE '(src|href)=["'"'"']?(https?:)?//' "$work/report.html"; then bad "the HTML fetches from the network"
 else ok "the HTML has no network fetches"; fi
 if bash tests/e2e/html_screenshot.sh "$work/report.html" "$work/report.png"; then ok "HTML renders in headless Chromium"
@@ -151,7 +151,7 @@ g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'g', [h.make_tensor_value_
                  [h.make_tensor_value_info('y', T.FLOAT, ['batch', 3])])
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), sys.argv[1])
 PY
-if "$MIGC" coverage "$work/dyn.onnx" --input-shape x=2x3 --format json -o "$work/dyn.json" 2>/dev/null &&
+if "$MIGC" coverage "$work/dyn.onnx" --input-shape x=2x3 --force --format json -o "$work/dyn.json" 2>/dev/null &&
    /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['models'][0]['targets']['cpu']['converted_rate'] == 1.0" "$work/dyn.json"; then
   ok "--input-shape fixes a dynamic batch: the node is converted"
 else bad "--input-shape fixes a dynamic batch: the node is converted"; fi

@@ -13,7 +13,10 @@
 #   Zip bombs: many storages (inflated one at a time) and one past 1024:1.
 #   Signals: SIGTERM and SIGKILL during a 1 GiB checkpoint, and the run after.
 #   Files lost: --map-out over the .pth, the checkpoint or an existing file,
-#        coverage -o over the model, outputs "a/b" and "a_b" in run and the runner.
+#        coverage -o over the model, outputs "a/b" and "a_b" in run and the runner;
+#        the one output rule: convert, run, coverage and weights over existing
+#        outputs (refused without --force, nothing changed), an input never replaced.
+#   Truncated inputs: a mapped 1 GiB input cut short while it is read (SIGBUS).
 #   Smaller ones: opset 99, Concat without axis, a cut safetensors header, and a
 #        safetensors or .pth file given as the model (named as what it is).
 # usage: tests/e2e/hostile_inputs.sh BUILD_DIR
@@ -288,6 +291,85 @@ if "$MIGC" convert "$work/lost/twins.onnx" --cpu-only -o "$work/lost/conv" > /de
    "$work/lost/conv/cpu/runner" --input x="$work/lost/x.npy" --output-dir "$work/lost/crun" > /dev/null 2>&1 &&
    twins_ok "$work/lost/crun"; then ok "the generated runner does the same"
 else bad "runner: colliding output names: $(ls "$work/lost/crun" 2>&1)"; fi
+
+# --- one output rule for every command: an existing output needs --force, an input is
+# never replaced (not even with --force), and a refusal changes no file. convert into a
+# folder holding an earlier conversion refuses before writing anything.
+tree_sums() { (cd "$1" && find . -type f | LC_ALL=C sort | xargs sha256sum); }
+rule=$work/rule
+mkdir -p "$rule" && cp samples/tiny_cnn.onnx samples/tiny_cnn.pth samples/tiny_cnn_input.npy "$rule/"
+if "$MIGC" convert "$rule/tiny_cnn.onnx" --weights "$rule/tiny_cnn.pth" --input-shape input=1x3x32x32 \
+     --target cpu,mindspore,ascend -o "$rule/out" > "$rule/first.log" 2>&1; then
+  ok "convert into a new folder, every target: no two outputs share a name"
+else bad "convert into a new folder: $(grep -m1 error "$rule/first.log")"; fi
+echo "mine" > "$rule/out/cpu/notes.txt" # a file of the user's inside an output folder
+before=$(tree_sums "$rule")
+expect_refused "convert -o over an earlier conversion, without --force" "rule/out" \
+  "holds cpu/, convert.json, model.ckpt, .* of an earlier conversion; --force replaces" \
+  "$MIGC" convert "$rule/tiny_cnn.onnx" --weights "$rule/tiny_cnn.pth" --input-shape input=1x3x32x32 \
+  --target cpu,mindspore,ascend -o "$rule/out"
+expect_refused "convert --cpu-only -o over an earlier conversion" "rule/out" "holds cpu/, convert.json of an earlier" \
+  "$MIGC" convert "$rule/tiny_cnn.onnx" --cpu-only -o "$rule/out"
+"$MIGC" run "$rule/tiny_cnn.onnx" --input input="$rule/tiny_cnn_input.npy" --output-dir "$rule/run" > /dev/null 2>&1
+"$MIGC" coverage "$rule/tiny_cnn.onnx" -o "$rule/cov.md" > /dev/null 2>&1
+before=$(tree_sums "$rule")
+expect_refused "run --output-dir over an earlier output" "logits.npy" "exists; --force replaces it" \
+  "$MIGC" run "$rule/tiny_cnn.onnx" --input input="$rule/tiny_cnn_input.npy" --output-dir "$rule/run"
+expect_refused "coverage -o over an existing file" "cov.md" "exists; --force replaces it" \
+  "$MIGC" coverage "$rule/tiny_cnn.onnx" -o "$rule/cov.md"
+expect_refused "weights -o over an existing checkpoint" "model.ckpt" "exists; --force replaces it" \
+  "$MIGC" weights "$rule/tiny_cnn.pth" -o "$rule/out/model.ckpt"
+cp "$rule/tiny_cnn_input.npy" "$rule/run/input.npy" && before=$(tree_sums "$rule")
+/usr/bin/python3 - "$rule" <<'PY' || { echo "fixture failed"; exit 1; }
+import sys, onnx
+from onnx import TensorProto as T, helper
+f = lambda n: helper.make_tensor_value_info(n, T.FLOAT, [1, 3, 32, 32])
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["input"], name="r")], "g", [f("x")], [f("input")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1] + "/relu.onnx")
+PY
+before=$(tree_sums "$rule")
+expect_refused "run --force: an output named like its input file" "input.npy" "is an input of this run" \
+  "$MIGC" run "$rule/relu.onnx" --input x="$rule/run/input.npy" --output-dir "$rule/run" --force
+[ "$(tree_sums "$rule")" = "$before" ] && ok "no refusal changed a file (the user's own file in cpu/ included)" ||
+  bad "a refused output changed a file: $(diff <(echo "$before") <(tree_sums "$rule") | head -3)"
+if compgen -G "$rule/out/.*.tmp-*" > /dev/null || compgen -G "$rule/out/*/.*.tmp-*" > /dev/null; then
+  bad "a refusal left a temporary file"; else ok "no refusal left a temporary file"; fi
+if "$MIGC" convert "$rule/tiny_cnn.onnx" --weights "$rule/tiny_cnn.pth" --input-shape input=1x3x32x32 \
+     --target cpu,mindspore,ascend -o "$rule/out" --force > "$rule/force.log" 2>&1 &&
+   [ "$(cat "$rule/out/cpu/notes.txt")" = mine ] && make -s -C "$rule/out/cpu" > /dev/null 2>&1; then
+  ok "convert --force replaces what it writes (and keeps the user's file), the project builds"
+else bad "convert --force: $(grep -m1 error "$rule/force.log")"; fi
+
+# --- an input truncated while migc reads it (mapped: SIGBUS without a handler): a 1 GiB
+# safetensors file is cut to 100 MB once the checkpoint's temporary file exists. The run
+# is stopped (SIGSTOP) while the file is cut, so the cut lands before the read ends
+# whatever the machine's speed: exit 2, one error naming the file, no output, nothing left.
+/usr/bin/python3 - "$work/cut1g.safetensors" <<'PY' || { echo "fixture failed"; exit 1; }
+import json, struct, sys
+n = 256 << 20  # float32 elements, 1 GiB (a sparse file: no disk used until written)
+h = json.dumps({"w": {"dtype": "F32", "shape": [n], "data_offsets": [0, 4 * n]}}).encode()
+h += b" " * ((8 - len(h) % 8) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h))); f.write(h); f.truncate(8 + len(h) + 4 * n)
+PY
+truncated_run() { # NAME ARGS...: migc weights on the 1 GiB file, cut to 100 MB while it runs
+  local name=$1 start=$SECONDS; shift
+  local src=$work/trunc.safetensors out=$work/trunc/w.ckpt i
+  rm -rf "$work/trunc" && mkdir -p "$work/trunc" && cp --sparse=always "$work/cut1g.safetensors" "$src"
+  "$MIGC" weights "$src" -o "$out" --max-output-bytes 2G "$@" > "$work/trunc.out" 2> "$work/trunc.err" &
+  local pid=$!
+  for i in $(seq 1000); do compgen -G "$work/trunc/.w.ckpt.tmp-*" > /dev/null && break; sleep 0.01; done
+  kill -STOP $pid && truncate -s 100M "$src" && kill -CONT $pid
+  wait $pid; local rc=$?
+  if [ $rc -ne 2 ]; then bad "$name: exit $rc, want 2 ($(tail -1 "$work/trunc.err"))"
+  elif [ "$(grep -c error "$work/trunc.err")" -ne 1 ] || ! grep -q "trunc.safetensors: error.*was truncated while migc was reading it" "$work/trunc.err"; then
+    bad "$name: want one error naming the file and the truncation, got: $(head -3 "$work/trunc.err")"
+  elif [ -n "$(ls -A "$work/trunc")" ]; then bad "$name: left $(ls -A "$work/trunc")"
+  else ok "$name: exit 2 in $((SECONDS - start)) s, the file named, no output, nothing left"; fi
+}
+truncated_run "an input truncated while mapped (copied to the checkpoint as it is)"
+truncated_run "an input truncated while mapped (converted to fp16)" --dtype fp16
+rm -f "$work/cut1g.safetensors" "$work/trunc.safetensors"
 
 # --- the smaller ones: an opset from the future, a Concat with no axis, and files of
 # another format, which are named as what they are

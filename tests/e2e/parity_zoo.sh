@@ -25,7 +25,7 @@ run() { # name factory shape [extra torch_reference args...]
     echo "FAIL $name: torch_reference.py: $(tail -1 "$dir.ref.log")"; fail=$((fail + 1)); return
   fi
   local start=$SECONDS
-  if "$BUILD/migc" verify "$dir" --grad --junit "$dir.junit.xml" > "$dir.verify.log" 2>&1 &&
+  if "$BUILD/migc" verify "$dir" --grad --force --junit "$dir.junit.xml" > "$dir.verify.log" 2>&1 &&
      /usr/bin/python3 -c "import xml.etree.ElementTree as E, sys; E.parse(sys.argv[1])" "$dir.junit.xml"; then
     echo "ok   $name ($((SECONDS - start)) s): $(grep -m1 '^verify:' "$dir.verify.log")"; pass=$((pass + 1))
   else

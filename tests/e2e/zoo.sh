@@ -34,6 +34,6 @@ bash tests/e2e/ascend_conformance.sh "$BUILD/migc" || rc=1
 echo "=== coverage over the zoo (build/zoo-coverage.md)"
 models=()
 for m in ${ZOO//,/ }; do models+=("build/fixtures/tv/${m}_op17_default.onnx"); done
-"$BUILD/migc" coverage "${models[@]}" -o build/zoo-coverage.md || rc=1
+"$BUILD/migc" coverage "${models[@]}" --force -o build/zoo-coverage.md || rc=1
 head -30 build/zoo-coverage.md
 exit $rc

@@ -35,6 +35,10 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+#ifndef FUZZ_NAME
+#define FUZZ_NAME "fuzz_unpickle" /* how a finding names the target */
+#endif
+
 static int fault_mode;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -47,7 +51,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static void die(const char *why, const mg_diags *d) {
   char line[2048];
-  fprintf(stderr, "fuzz_unpickle: %s\n", why);
+  fprintf(stderr, "%s: %s\n", FUZZ_NAME, why);
   for (size_t i = 0; d && i < d->count; i++) {
     mg_diag_format(&d->items[i], line, sizeof line);
     fprintf(stderr, "  %s\n", line);
@@ -55,14 +59,14 @@ static void die(const char *why, const mg_diags *d) {
   abort();
 }
 
-/* The reader weights_open() would pick for these bytes. Built with
- * FUZZ_ONLY_SAFETENSORS (fuzz_safetensors) or FUZZ_ONLY_LEGACY_PTH
- * (fuzz_legacy_pth), every input goes to that one reader, so that mutations are not
- * spent on the other formats' magic. */
+/* The reader weights_open() would pick for these bytes (fuzz_safetensors.c and
+ * fuzz_legacy_pth.c build this file with FUZZ_SAFETENSORS_ONLY or
+ * FUZZ_LEGACY_PTH_ONLY: every input goes to that one reader, so its parser gets all
+ * the fuzzer's time instead of the other formats' magic). */
 static int open_any(const uint8_t *b, size_t n, wt_source **s, mg_diags *d) {
-#if defined FUZZ_ONLY_SAFETENSORS
+#if defined FUZZ_SAFETENSORS_ONLY
   return safetensors_open_buffer(b, n, s, d);
-#elif defined FUZZ_ONLY_LEGACY_PTH
+#elif defined FUZZ_LEGACY_PTH_ONLY
   return pth_open_buffer(b, n, NULL, s, d);
 #endif
   if (n >= 4 && b[0] == 'P' && b[1] == 'K') return pth_open_buffer(b, n, NULL, s, d);
