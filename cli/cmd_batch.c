@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include "outfile.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -344,6 +345,10 @@ int cmd_batch(int argc, char **argv) {
   }
   batch_run b = {.o = {.jobs = 1, .timeout = 3600, .shard_n = 1}};
   int rc = parse_args(argc, argv, &b.o);
+  /* OUTDIR is the batch's own: its result.json files, batch.json and report are
+   * rewritten by --resume and by a later run (each model's folder is emptied
+   * before the model runs); the convert and verify children keep the strict rule. */
+  mg_out_scratch();
   if (rc == EXIT_OK) rc = batch_main(&b);
   batch_manifest_free(&b.man);
   free(b.todo);

@@ -1,4 +1,4 @@
-/* migc report OUTDIR... [-o DIR] [--junit F]
+/* migc report OUTDIR... [-o DIR] [--junit F] [--force]
  *
  * Merges the result.json files of one or more `migc batch` folders (the shards of a
  * manifest) into one report: report.json, report.md, report.html and junit.xml in
@@ -7,12 +7,14 @@
 #include "batch.h"
 #include "cli.h"
 #include <stdio.h>
+#include "outfile.h"
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: migc report OUTDIR... [-o DIR] [--junit F]\n"
+          "usage: migc report OUTDIR... [-o DIR] [--junit F] [--force]\n"
           "\n"
           "Merges `migc batch` folders (one per shard, or one) into one report, written to\n"
           "DIR (default: the first OUTDIR):\n"
@@ -28,8 +30,16 @@ static void help(FILE *f) {
           "\n"
           "  -o DIR      where the report goes\n"
           "  --junit F   the JUnit report also to F\n"
+          "  --force     replace existing report files in a DIR that is not one of the\n"
+          "              OUTDIRs (a batch folder's own report is always rewritten)\n"
           "\n"
           "Exit status: 0 every model passed, 1 some failed, 2 bad input.\n");
+}
+
+/* Whether a and b name one existing folder. */
+static int same_folder(const char *a, const char *b) {
+  struct stat x, y;
+  return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 int cmd_report(int argc, char **argv) {
@@ -38,12 +48,14 @@ int cmd_report(int argc, char **argv) {
     return EXIT_OK;
   }
   const char *out = NULL, *junit = NULL;
+  int force = 0;
   const char **dirs = calloc((size_t)argc, sizeof *dirs);
   int n = 0;
   if (!dirs) return EXIT_INTERNAL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--junit") && i + 1 < argc) junit = argv[++i];
+    else if (!strcmp(argv[i], "--force")) force = 1;
     else if (argv[i][0] == '-') {
       fprintf(stderr, "migc report: unknown option or missing value: '%s'\n", argv[i]);
       help(stderr);
@@ -57,6 +69,11 @@ int cmd_report(int argc, char **argv) {
     free(dirs);
     return EXIT_BAD_INPUT;
   }
+  /* A batch folder's report files are its own, remade from its results: writing
+   * them again is no loss. Any other existing file needs --force. */
+  int own = !out;
+  for (int i = 0; i < n && !own; i++) own = same_folder(out, dirs[i]);
+  mg_out_run(force || own);
   mg_diags d;
   mg_diags_init(&d);
   json_t *rep = report_build(dirs, n, &d);
