@@ -336,20 +336,98 @@ static int use_rows(const mg_conv2d_params *p) {
 static int wino_th(const mg_conv2d_params *p) { return (p->OH + 1) / 2; }
 static int wino_tw(const mg_conv2d_params *p) { return (p->OW + 1) / 2; }
 
-static int winograd_fits(const mg_conv2d_params *p) {
+/* Fewest tiles for a layer whose transformed weights are prepared at conversion:
+ * with no transform per call, 16 tiles (resnet's 7x7 stage) already pay. */
+#define WINO_MIN_TILES_PREPARED 16
+/* Fewest output positions for which a layer's weights are prepared: below it the
+ * products are matrix-vector-like and mg_sgemm streams the weights as they are. */
+#define PREP_MIN_POSITIONS 8
+
+/* Whether Winograd can compute p at all (shape, channels, stack rows). */
+static int winograd_shape(const mg_conv2d_params *p) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   return p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 &&
          p->dil_h == 1 && p->dil_w == 1 && Cg >= WINO_MIN_CHANNELS &&
-         Mg >= WINO_MIN_CHANNELS && wino_th(p) * wino_tw(p) >= WINO_MIN_TILES &&
-         2 * wino_tw(p) + 2 <= WINO_ROW_MAX && 16L * Mg * Cg <= WINO_U_MAX;
+         Mg >= WINO_MIN_CHANNELS && 2 * wino_tw(p) + 2 <= WINO_ROW_MAX;
 }
 
+/* Whether p goes through Winograd: fixed by its preparation when it has one,
+ * else (weights transformed on every call) when it has enough tiles and its
+ * transformed weights fit the scratch. */
+static int winograd_fits(const mg_conv2d_params *p) {
+  const long Cg = p->C / p->group, Mg = p->M / p->group;
+  if (p->prepared) return p->prepared == MG_CONV_PREP_WINOGRAD;
+  return winograd_shape(p) && wino_th(p) * wino_tw(p) >= WINO_MIN_TILES && 16L * Mg * Cg <= WINO_U_MAX;
+}
 
 mg_conv_kernel mg_conv2d_kernel(const mg_conv2d_params *p) {
   if (depthwise_fits(p)) return MG_CONV_DEPTHWISE;
   if (winograd_fits(p)) return MG_CONV_WINOGRAD;
   if (is_pointwise(p)) return MG_CONV_POINTWISE;
   return MG_CONV_IM2COL;
+}
+
+mg_conv_prep mg_conv2d_prep_kind(const mg_conv2d_params *p) {
+  if (depthwise_fits(p) || p->OH * p->OW < PREP_MIN_POSITIONS) return MG_CONV_PREP_NONE;
+  if (HAVE_WINOGRAD && winograd_shape(p) && wino_th(p) * wino_tw(p) >= WINO_MIN_TILES_PREPARED)
+    return MG_CONV_PREP_WINOGRAD;
+  return MG_CONV_PREP_GEMM;
+}
+
+/* Floats of one group's prepared weights. */
+static size_t prep_group_floats(const mg_conv2d_params *p) {
+  const int Cg = p->C / p->group, Mg = p->M / p->group;
+  if (p->prepared == MG_CONV_PREP_WINOGRAD)
+    return 16 * mg_sgemm_packed_floats(Mg, Cg, p->prepared_mr);
+  if (p->prepared == MG_CONV_PREP_GEMM)
+    return mg_sgemm_packed_floats(Mg, Cg * p->kh * p->kw, p->prepared_mr);
+  return 0;
+}
+
+size_t mg_conv2d_prepared_floats(const mg_conv2d_params *p) {
+  return (size_t)p->group * prep_group_floats(p);
+}
+
+/* u = G g G^T for one 3x3 kernel g (row-major), u row-major 4x4 (see below). */
+static void wino_kernel(const float *g, float *u) {
+  float t[4][3];
+  int j, i;
+  for (j = 0; j < 3; j++) { /* G g, column j */
+    t[0][j] = g[j];
+    t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+    t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+    t[3][j] = g[6 + j];
+  }
+  for (i = 0; i < 4; i++) { /* (G g) G^T, row i */
+    u[4 * i + 0] = t[i][0];
+    u[4 * i + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+    u[4 * i + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+    u[4 * i + 3] = t[i][2];
+  }
+}
+
+void mg_conv2d_prepare(const mg_conv2d_params *p, const float *w, float *out) {
+  const int G = p->group, Cg = p->C / G, Mg = p->M / G, K = Cg * p->kh * p->kw;
+  const int mr = p->prepared_mr;
+  const size_t gf = prep_group_floats(p);
+  int g, m, c, xi;
+  for (g = 0; g < G; g++) {
+    const float *wg = w + (size_t)g * Mg * K;
+    float *og = out + (size_t)g * gf;
+    if (p->prepared == MG_CONV_PREP_GEMM) {
+      mg_sgemm_pack(Mg, K, wg, K, mr, og);
+    } else if (p->prepared == MG_CONV_PREP_WINOGRAD) {
+      const size_t plane = mg_sgemm_packed_floats(Mg, Cg, mr);
+      memset(og, 0, sizeof(float) * gf);
+      for (m = 0; m < Mg; m++)
+        for (c = 0; c < Cg; c++) {
+          float u[16];
+          wino_kernel(wg + ((size_t)m * Cg + c) * 9, u);
+          for (xi = 0; xi < 16; xi++)
+            og[(size_t)xi * plane + mg_sgemm_packed_index(Mg, Cg, mr, m, c)] = u[xi];
+        }
+    }
+  }
 }
 
 #if HAVE_WINOGRAD
@@ -369,6 +447,10 @@ static size_t wino_stride(size_t n) { return (n + 1023) / 1024 * 1024 + 16; }
 static size_t wino_scratch(const mg_conv2d_params *p) {
   const size_t Cg = (size_t)(p->C / p->group), Mg = (size_t)(p->M / p->group);
   const size_t T = (size_t)wino_chunk_rows(p) * wino_tw(p);
+  /* prepared weights are read in place: no U, and the packed product's scratch */
+  if (p->prepared)
+    return 3 * ALIGN_SLACK + 16 * (wino_stride(Cg * T) + wino_stride(Mg * T)) +
+           mg_sgemm_packed_scratch((int)Mg, (int)T, (int)Cg);
   return 3 * ALIGN_SLACK + 16 * (wino_stride(Mg * Cg) + wino_stride(Cg * T) + wino_stride(Mg * T)) +
          mg_sgemm_scratch((int)Mg, (int)T, (int)Cg);
 }
@@ -502,26 +584,32 @@ static void wino_output(const mg_conv2d_params *p, int Mg, const float *P, size_
 }
 
 /* One group of one image through Winograd (see above); x, w, bias, y are the
- * group's. The weights are transformed once, then the tile rows go through input
- * transform, 16 SGEMMs and output transform a chunk at a time. */
+ * group's. The weights are transformed once (or were, at conversion: p->prepared),
+ * then the tile rows go through input transform, 16 SGEMMs and output transform a
+ * chunk at a time. */
 static void conv_winograd(const mg_conv2d_params *p, const float *x, const float *w,
                           const float *bias, float *y, float *scratch) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   const int TH = wino_th(p), TW = wino_tw(p), chunk = wino_chunk_rows(p);
-  const size_t us = wino_stride((size_t)Mg * Cg), vs = wino_stride((size_t)Cg * chunk * TW),
-               ps = wino_stride((size_t)Mg * chunk * TW);
-  float *U = align64(scratch);
-  float *V = align64(U + 16 * us);
+  const size_t us = p->prepared ? mg_sgemm_packed_floats(Mg, Cg, p->prepared_mr)
+                                : wino_stride((size_t)Mg * Cg);
+  const size_t vs = wino_stride((size_t)Cg * chunk * TW), ps = wino_stride((size_t)Mg * chunk * TW);
+  float *U = p->prepared ? NULL : align64(scratch);
+  float *V = p->prepared ? align64(scratch) : align64(U + 16 * us);
   float *P = align64(V + 16 * vs);
   float *gemm_scratch = P + 16 * ps;
   int th0, xi;
-  wino_weights(Mg, Cg, w, U, us);
+  if (!p->prepared) wino_weights(Mg, Cg, w, U, us);
   for (th0 = 0; th0 < TH; th0 += chunk) {
     const int nth = min_int(chunk, TH - th0), T = nth * TW;
     wino_input(p, Cg, x, th0, nth, V, vs);
     for (xi = 0; xi < 16; xi++)
-      mg_sgemm(Mg, T, Cg, 1.0f, U + xi * us, Cg, 0, V + xi * vs, T, 0, 0.0f, P + xi * ps, T,
-               gemm_scratch);
+      if (p->prepared)
+        mg_sgemm_packed(Mg, T, Cg, w + xi * us, p->prepared_mr, V + xi * vs, T, NULL, NULL,
+                        P + xi * ps, T, gemm_scratch);
+      else
+        mg_sgemm(Mg, T, Cg, 1.0f, U + xi * us, Cg, 0, V + xi * vs, T, 0, 0.0f, P + xi * ps, T,
+                 gemm_scratch);
     wino_output(p, Mg, P, ps, th0, nth, bias, y);
   }
 }
@@ -535,10 +623,16 @@ size_t mg_conv2d_scratch(const mg_conv2d_params *p) {
 #if HAVE_WINOGRAD
   if (winograd_fits(p)) return wino_scratch(p);
 #endif
-  if (is_pointwise(p)) return mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
-  if (use_rows(p)) return mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
+  if (p->prepared == MG_CONV_PREP_WINOGRAD) return 0; /* no Winograd compiled: not run */
+  if (is_pointwise(p))
+    return p->prepared ? mg_sgemm_packed_scratch(Mg, p->OH * p->OW, Cg)
+                       : mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
+  if (use_rows(p))
+    return p->prepared ? mg_sgemm_packed_scratch(Mg, p->OH * p->OW, K)
+                       : mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
   cols = chunk_cols(p, K);
-  return ALIGN_SLACK + (size_t)K * cols + mg_sgemm_scratch(Mg, cols, K);
+  return ALIGN_SLACK + (size_t)K * cols +
+         (p->prepared ? mg_sgemm_packed_scratch(Mg, cols, K) : mg_sgemm_scratch(Mg, cols, K));
 }
 
 /* -------------------------------------------------------------- depthwise */
@@ -777,10 +871,21 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
     return;
   }
 #endif
+  const size_t wgroup = p->prepared ? prep_group_floats(p) : (size_t)Mg * K;
+  const int mr = p->prepared_mr;
+#if !HAVE_WINOGRAD
+  if (p->prepared == MG_CONV_PREP_WINOGRAD) {
+    /* transformed weights and no Winograd compiled in (a hand-made MG_RT_SELECT):
+     * NaN, loudly, rather than a direct convolution of transformed kernels */
+    size_t i;
+    for (i = 0; i < (size_t)p->N * p->M * yplane; i++) y[i] = NAN;
+    return;
+  }
+#endif
   for (n = 0; n < p->N; n++) {
     for (g = 0; g < G; g++) {
       const float *xg = x + ((size_t)n * p->C + (size_t)g * Cg) * xplane;
-      const float *wg = w + (size_t)g * Mg * K;
+      const float *wg = w + (size_t)g * wgroup;
       const float *bg = bias ? bias + (size_t)g * Mg : NULL;
       float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane;
 #if HAVE_WINOGRAD
@@ -789,7 +894,26 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
         continue;
       }
 #endif
-      if (is_pointwise(p)) {
+      if (p->prepared && is_pointwise(p)) {
+        mg_sgemm_packed(Mg, npos, Cg, wg, mr, xg, npos, NULL, NULL, yg, npos, scratch);
+        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+      } else if (p->prepared && use_rows(p)) {
+        const im2col_src src = {p, xg};
+        mg_sgemm_packed(Mg, npos, K, wg, mr, NULL, 0, im2col_row, &src, yg, npos, scratch);
+        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+      } else if (p->prepared) {
+        const im2col_src src = {p, xg};
+        const int cols = chunk_cols(p, K);
+        float *col = align64(scratch);
+        int q0;
+        for (q0 = 0; q0 < npos; q0 += cols) {
+          const int nq = min_int(cols, npos - q0);
+          im2col(&src, K, q0, nq, col);
+          mg_sgemm_packed(Mg, nq, K, wg, mr, col, nq, NULL, NULL, yg + q0, npos,
+                          col + (size_t)K * cols);
+          mg_bias_act(yg + q0, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
+        }
+      } else if (is_pointwise(p)) {
         /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW] */
         mg_sgemm(Mg, npos, Cg, 1.0f, wg, Cg, 0, xg, npos, 0, 0.0f, yg, npos, scratch);
         mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);

@@ -15,7 +15,9 @@
 #define MIGC_SOURCE_DIR "."
 #endif
 
-/* Payload offset in the weights file; the header is magic, payload bytes, hash. */
+/* Payload offset in the weights file; the header is magic, payload bytes, hash,
+ * and the version of the prepared-weights layout (MG_RT_PACK_VERSION, 0 when no
+ * weights are prepared). */
 #define WEIGHTS_HEADER 64
 
 const char *cg_source_dir(void) {
@@ -245,7 +247,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  if (!path) return MG_RT_EARG;\n"
                 "  f = fopen(path, \"rb\");\n  if (!f) return MG_RT_EIO;\n"
                 "  if (fread(head, 1, sizeof head, f) != sizeof head || memcmp(head, \"MIGCWTS1\", 8) ||\n"
-                "      read_le64(head + 8) != (uint64_t)%s_WEIGHTS_BYTES || read_le64(head + 16) != 0x%016llxull) {\n"
+                "      read_le64(head + 8) != (uint64_t)%s_WEIGHTS_BYTES || read_le64(head + 16) != 0x%016llxull ||\n"
+                "      read_le64(head + 24) != %du) {\n"
                 "    fclose(f);\n    return MG_RT_EFORMAT;\n  }\n"
                 "  m->owned_weights = malloc((size_t)%s_WEIGHTS_BYTES + 64);\n"
                 "  if (!m->owned_weights) { fclose(f); return MG_RT_ENOMEM; }\n"
@@ -256,11 +259,20 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  if (mg_rt_hash(data, %s_WEIGHTS_BYTES) != 0x%016llxull) {\n"
                 "    free(m->owned_weights);\n    m->owned_weights = 0;\n    return MG_RT_EFORMAT;\n  }\n"
                 "  m->weights = data;\n  return MG_RT_OK;\n}\n\n",
-                p, WEIGHTS_HEADER, P, P, (unsigned long long)hash, P, P, P, P, (unsigned long long)hash);
+                p, WEIGHTS_HEADER, P, P, (unsigned long long)hash, c->n_prep ? MG_RT_PACK_VERSION : 0, P, P,
+                P, P, (unsigned long long)hash);
+  /* prepared weights are read by the runtime's kernels in layout
+   * MG_RT_PACK_VERSION as of this conversion: a runtime of another version would
+   * read them as something else */
+  cg_buf_printf(&b,
+                "/* Whether the runtime reads prepared weights in the layout they were made in. */\n"
+                "static int layout_ok(void) { return %s; }\n\n",
+                c->n_prep ? str(c, "mg_sgemm_pack_version() == %d", MG_RT_PACK_VERSION) : "1");
   cg_buf_printf(&b,
                 "int %s_init_with(%s_t *m, const char *weights_path, void *workspace, size_t bytes) {\n"
                 "  int rc;\n"
                 "  if (!m || !workspace || bytes < %s_workspace_size()) return MG_RT_EARG;\n"
+                "  if (!layout_ok()) return MG_RT_ELAYOUT;\n"
                 "  memset(m, 0, sizeof *m);\n"
                 "  place_workspace(m, workspace);\n"
                 "  rc = load_weights(m, weights_path);\n"
@@ -282,6 +294,7 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                   "int %s_init_embedded(%s_t *m) {\n"
                   "  void *ws;\n"
                   "  if (!m) return MG_RT_EARG;\n"
+                  "  if (!layout_ok()) return MG_RT_ELAYOUT;\n"
                   "  ws = malloc(%s_workspace_size());\n"
                   "  if (!ws) return MG_RT_ENOMEM;\n"
                   "  memset(m, 0, sizeof *m);\n"
@@ -382,6 +395,15 @@ static void for_payload(cg_ctx *c, void (*emit)(void *ctx, const unsigned char *
     emit(ctx, g->values[v]->data, g->values[v]->nbytes);
     pos += g->values[v]->nbytes;
   }
+  /* the prepared weights, placed after every value (cg_plan.c) */
+  for (int i = 0; c->prep && i < g->n_nodes; i++) {
+    const cg_prep *pr = &c->prep[i];
+    if (!pr->data) continue;
+    for (; pos < pr->offset; pos += 64) emit(ctx, zeros, pr->offset - pos < 64 ? pr->offset - pos : 64);
+    pos = pr->offset;
+    emit(ctx, (const unsigned char *)pr->data, pr->nbytes);
+    pos += pr->nbytes;
+  }
   for (; pos < c->weights_bytes; pos += 64) emit(ctx, zeros, c->weights_bytes - pos < 64 ? c->weights_bytes - pos : 64);
 }
 
@@ -432,6 +454,7 @@ static int write_weights(cg_ctx *c, const char *dir, const char *p, uint64_t has
   unsigned char head[WEIGHTS_HEADER] = "MIGCWTS1";
   put_le64(head + 8, c->weights_bytes);
   put_le64(head + 16, hash);
+  put_le64(head + 24, c->n_prep ? MG_RT_PACK_VERSION : 0);
   fwrite(head, 1, sizeof head, f);
   for_payload(c, emit_raw, f);
   return cg_file_commit(c->d, f, tmp, dir, name);
