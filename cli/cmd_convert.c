@@ -66,6 +66,8 @@ static void help(FILE *f) {
           "  --string-pool BYTES    per-instance pool for strings made at run time\n"
           "                         (default 1048576; only models with string kernels)\n"
           "  --no-fuse, --no-fold-bn  keep activations / BatchNorm as separate kernels\n"
+          "  --threads N            generated code for up to N threads (model_set_threads;\n"
+          "                         model_init starts N; default 1, no pthreads)\n"
           "  --cpu-pack MR|none     panel height of the weights prepared for SGEMM\n"
           "                         (default: this machine's kernel; none: as in the graph)\n"
           "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n"
@@ -303,6 +305,16 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     else if (!strcmp(a, "--embed-weights")) j->o.embed_weights = 1;
     else if (!strcmp(a, "--no-fuse")) j->o.no_fuse = 1;
     else if (!strcmp(a, "--no-fold-bn")) j->o.no_fold_bn = 1;
+    else if (!strcmp(a, "--threads") && more) {
+      const char *v = argv[++i];
+      char *end;
+      long nt = strtol(v, &end, 10);
+      if (!*v || *end || nt < 1 || nt > 64) {
+        fprintf(stderr, "migc convert: --threads wants a count from 1 to 64, got '%s'\n", v);
+        return EXIT_BAD_INPUT;
+      }
+      j->o.threads = (int)nt;
+    }
     else if (!strcmp(a, "--cpu-pack") && more) {
       /* prepared weights' panel height (codegen/c/cg_prepare.c): none, or 1..64 */
       const char *v = argv[++i];

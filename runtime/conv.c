@@ -218,6 +218,7 @@ static void valid_range(int OW, int W, int s, int off, int *lo, int *hi) {
 typedef struct {
   const mg_conv2d_params *p;
   const float *x; /* the group's first input channel */
+  int q_off;      /* column 0 of the product is output position q_off */
 } im2col_src;
 
 /* Row k = (c*kh + ki)*kw + kj of one group's im2col matrix, columns (output
@@ -231,7 +232,9 @@ static void im2col_row(const void *ctx, int k, int q0, int nq, float *d) {
   const int kj = k % p->kw, ki = k / p->kw % p->kh, c = k / (p->kw * p->kh);
   const float *xc = src->x + (size_t)c * H * W;
   const int offw = kj * p->dil_w - p->pad_l;
-  int lo, hi, q = q0, oh = q0 / OW, ow0 = q0 % OW;
+  int lo, hi, q, oh, ow0;
+  q0 += src->q_off;
+  q = q0, oh = q0 / OW, ow0 = q0 % OW;
   valid_range(OW, W, sw, offw, &lo, &hi);
   /* one output row (or the part of it inside the chunk) at a time */
   while (q < q0 + nq) {
@@ -583,12 +586,12 @@ static void wino_output(const mg_conv2d_params *p, int Mg, const float *P, size_
   }
 }
 
-/* One group of one image through Winograd (see above); x, w, bias, y are the
- * group's. The weights are transformed once (or were, at conversion: p->prepared),
+/* Tile rows th_begin .. th_end-1 of one group of one image through Winograd (see
+ * above); x, w, bias, y are the group's. The weights are transformed once (or were, at conversion: p->prepared),
  * then the tile rows go through input transform, 16 SGEMMs and output transform a
  * chunk at a time. */
 static void conv_winograd(const mg_conv2d_params *p, const float *x, const float *w,
-                          const float *bias, float *y, float *scratch) {
+                          const float *bias, float *y, float *scratch, int th_begin, int th_end) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   const int TH = wino_th(p), TW = wino_tw(p), chunk = wino_chunk_rows(p);
   const size_t us = p->prepared ? mg_sgemm_packed_floats(Mg, Cg, p->prepared_mr)
@@ -600,8 +603,9 @@ static void conv_winograd(const mg_conv2d_params *p, const float *x, const float
   float *gemm_scratch = P + 16 * ps;
   int th0, xi;
   if (!p->prepared) wino_weights(Mg, Cg, w, U, us);
-  for (th0 = 0; th0 < TH; th0 += chunk) {
-    const int nth = min_int(chunk, TH - th0), T = nth * TW;
+  (void)TH;
+  for (th0 = th_begin; th0 < th_end; th0 += chunk) {
+    const int nth = min_int(chunk, th_end - th0), T = nth * TW;
     wino_input(p, Cg, x, th0, nth, V, vs);
     for (xi = 0; xi < 16; xi++)
       if (p->prepared)
@@ -769,9 +773,10 @@ static dw_run_fn dw_pick(const mg_conv2d_params *p) {
  * column pad_l on, the columns around it stay zero, and rows outside the image read
  * a zero row. The row kernel then runs over whole vectors of outputs with no border
  * logic (into a stack row, whose first OW values, activated, are the output row).
- * Returns 0, doing nothing, when a padded row would not fit the ring. */
+ * Output channels oc0 .. oc1-1 only. Returns 0, doing nothing, when a padded row
+ * would not fit the ring. */
 static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const float *w,
-                               const float *bias, float *y, dw_run_fn run) {
+                               const float *bias, float *y, dw_run_fn run, int oc0, int oc1) {
   const int K = p->kh, S = p->stride_w, mult = p->M / p->C;
   const int OH = p->OH, OW = p->OW, H = p->H, W = p->W;
   /* whole vectors of 8 outputs; the S == 2 kernel reads 8 past its last input */
@@ -783,7 +788,7 @@ static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const 
   memset(ring, 0, sizeof(float) * (size_t)K * width);
   memset(zero, 0, sizeof(float) * (size_t)width);
   for (n = 0; n < p->N; n++) {
-    for (oc = 0; oc < p->M; oc++) {
+    for (oc = oc0; oc < oc1; oc++) {
       const float *xc = x + ((size_t)n * p->C + oc / mult) * H * W;
       const float *wc = w + (size_t)oc * K * K;
       float *yc = y + ((size_t)n * p->M + oc) * OH * OW;
@@ -818,17 +823,18 @@ static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const 
  * oc / (M/C) only. Shapes with a specialised row kernel go through the padded ring
  * (conv_depthwise_ring); the rest split each output row into border columns
  * (dw_point, taps checked one by one) and the interior [lo, hi), computed one tap
- * at a time with no bounds logic. The activation runs on the row while it is in L1. */
+ * at a time with no bounds logic. The activation runs on the row while it is in L1.
+ * Output channels oc0 .. oc1-1 only. */
 static void conv_depthwise(const mg_conv2d_params *p, const float *x, const float *w,
-                           const float *bias, float *y) {
+                           const float *bias, float *y, int oc0, int oc1) {
   const int mult = p->M / p->C, khw = p->kh * p->kw;
   const int OH = p->OH, OW = p->OW, H = p->H, W = p->W, sw = p->stride_w;
   const dw_run_fn run = dw_pick(p);
   int n, oc, oh, ki, kj, ow, lo, hi;
-  if (run && conv_depthwise_ring(p, x, w, bias, y, run)) return;
+  if (run && conv_depthwise_ring(p, x, w, bias, y, run, oc0, oc1)) return;
   interior_cols(p, &lo, &hi);
   for (n = 0; n < p->N; n++) {
-    for (oc = 0; oc < p->M; oc++) {
+    for (oc = oc0; oc < oc1; oc++) {
       const float *xc = x + ((size_t)n * p->C + oc / mult) * H * W;
       const float *wc = w + (size_t)oc * khw;
       float *yc = y + ((size_t)n * p->M + oc) * OH * OW;
@@ -859,87 +865,122 @@ static void conv_depthwise(const mg_conv2d_params *p, const float *x, const floa
 
 /* ------------------------------------------------------------------ entry */
 
-void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
-               const float *bias, float *y, float *scratch) {
+/* Output positions q0 .. q1-1 of every output plane of a layer on the SGEMM paths
+ * (pointwise, im2col rows, im2col chunks), weights prepared or not. The product
+ * of a column range is the same columns of the whole product, bit for bit: every
+ * output is one dot product over K in the same blocks, whatever tile holds it. */
+static void conv_gemm_cols(const mg_conv2d_params *p, const float *x, const float *w,
+                           const float *bias, float *y, float *scratch, int q0, int q1) {
   const int G = p->group, Cg = p->C / G, Mg = p->M / G;
-  const int K = Cg * p->kh * p->kw, npos = p->OH * p->OW;
+  const int K = Cg * p->kh * p->kw, npos = p->OH * p->OW, nq = q1 - q0;
   const size_t xplane = (size_t)p->H * p->W, yplane = (size_t)npos;
-  int n, g;
-#if HAVE_DEPTHWISE
-  if (depthwise_fits(p)) {
-    conv_depthwise(p, x, w, bias, y);
-    return;
-  }
-#endif
   const size_t wgroup = p->prepared ? prep_group_floats(p) : (size_t)Mg * K;
   const int mr = p->prepared_mr;
-#if !HAVE_WINOGRAD
-  if (p->prepared == MG_CONV_PREP_WINOGRAD) {
-    /* transformed weights and no Winograd compiled in (a hand-made MG_RT_SELECT):
-     * NaN, loudly, rather than a direct convolution of transformed kernels */
-    size_t i;
-    for (i = 0; i < (size_t)p->N * p->M * yplane; i++) y[i] = NAN;
-    return;
-  }
-#endif
+  int n, g;
+  if (nq <= 0) return;
   for (n = 0; n < p->N; n++) {
     for (g = 0; g < G; g++) {
       const float *xg = x + ((size_t)n * p->C + (size_t)g * Cg) * xplane;
       const float *wg = w + (size_t)g * wgroup;
       const float *bg = bias ? bias + (size_t)g * Mg : NULL;
-      float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane;
-#if HAVE_WINOGRAD
-      if (winograd_fits(p)) {
-        conv_winograd(p, xg, wg, bg, yg, scratch);
-        continue;
-      }
-#endif
-      if (p->prepared && is_pointwise(p)) {
-        mg_sgemm_packed(Mg, npos, Cg, wg, mr, xg, npos, NULL, NULL, yg, npos, scratch);
-        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
-      } else if (p->prepared && use_rows(p)) {
-        const im2col_src src = {p, xg};
-        mg_sgemm_packed(Mg, npos, K, wg, mr, NULL, 0, im2col_row, &src, yg, npos, scratch);
-        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
-      } else if (p->prepared) {
-        const im2col_src src = {p, xg};
-        const int cols = chunk_cols(p, K);
-        float *col = align64(scratch);
-        int q0;
-        for (q0 = 0; q0 < npos; q0 += cols) {
-          const int nq = min_int(cols, npos - q0);
-          im2col(&src, K, q0, nq, col);
-          mg_sgemm_packed(Mg, nq, K, wg, mr, col, nq, NULL, NULL, yg + q0, npos,
-                          col + (size_t)K * cols);
-          mg_bias_act(yg + q0, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
-        }
-      } else if (is_pointwise(p)) {
-        /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW] */
-        mg_sgemm(Mg, npos, Cg, 1.0f, wg, Cg, 0, xg, npos, 0, 0.0f, yg, npos, scratch);
-        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+      float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane + q0;
+      if (is_pointwise(p)) {
+        /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW], columns q0.. */
+        if (p->prepared)
+          mg_sgemm_packed(Mg, nq, Cg, wg, mr, xg + q0, npos, NULL, NULL, yg, npos, scratch);
+        else
+          mg_sgemm(Mg, nq, Cg, 1.0f, wg, Cg, 0, xg + q0, npos, 0, 0.0f, yg, npos, scratch);
+        mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
       } else if (use_rows(p)) {
         /* im2col produced row segment by row segment while SGEMM packs B */
-        const im2col_src src = {p, xg};
-        mg_sgemm_rows(Mg, npos, K, wg, K, im2col_row, &src, yg, npos, scratch);
-        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+        const im2col_src src = {p, xg, q0};
+        if (p->prepared)
+          mg_sgemm_packed(Mg, nq, K, wg, mr, NULL, 0, im2col_row, &src, yg, npos, scratch);
+        else
+          mg_sgemm_rows(Mg, nq, K, wg, K, im2col_row, &src, yg, npos, scratch);
+        mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
       } else {
-        const im2col_src src = {p, xg};
+        const im2col_src src = {p, xg, 0};
         const int cols = chunk_cols(p, K);
         float *col = align64(scratch);
         float *gemm_scratch = col + (size_t)K * cols;
-        int q0;
-        for (q0 = 0; q0 < npos; q0 += cols) {
-          const int nq = min_int(cols, npos - q0);
-          im2col(&src, K, q0, nq, col);
-          /* y[:, q0..q0+nq] = w[Mg x K] * col[K x nq]; the epilogue runs on the
+        int c0;
+        for (c0 = q0; c0 < q1; c0 += cols) {
+          const int nc = min_int(cols, q1 - c0);
+          float *yc = yg + (c0 - q0);
+          im2col(&src, K, c0, nc, col);
+          /* y[:, c0..c0+nc] = w[Mg x K] * col[K x nc]; the epilogue runs on the
            * chunk while it is still in cache */
-          mg_sgemm(Mg, nq, K, 1.0f, wg, K, 0, col, nq, 0, 0.0f, yg + q0, npos,
-                   gemm_scratch);
-          mg_bias_act(yg + q0, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
+          if (p->prepared)
+            mg_sgemm_packed(Mg, nc, K, wg, mr, col, nc, NULL, NULL, yc, npos, gemm_scratch);
+          else
+            mg_sgemm(Mg, nc, K, 1.0f, wg, K, 0, col, nc, 0, 0.0f, yc, npos, gemm_scratch);
+          mg_bias_act(yc, Mg, nc, npos, bg, p->act, p->act_a, p->act_b);
         }
       }
     }
   }
+}
+
+/* Splits n items into `parts` contiguous ranges and gives range `part`: [*b, *e).
+ * Ranges after the first are multiples of `align` long where n allows, and none
+ * is a single item when align > 1 (a one-column product would take SGEMM's
+ * matrix-vector path, whose sums are ordered otherwise). */
+static void split_range(int n, int parts, int part, int align, int *b, int *e) {
+  int piece = (n + parts - 1) / parts;
+  piece = (piece + align - 1) / align * align;
+  *b = min_int(n, part * piece);
+  *e = min_int(n, *b + piece);
+  if (align > 1 && n - *e == 1) *e = n;      /* the next range would be one item */
+  if (align > 1 && *e - *b == 1 && *b > 0) *b = *e; /* merged into the one before */
+}
+
+void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
+                    const float *bias, float *y, float *scratch, int t, int n) {
+  const int G = p->group, Cg = p->C / G, Mg = p->M / G;
+  int b, e, in, g;
+#if HAVE_DEPTHWISE
+  if (depthwise_fits(p)) {
+    split_range(p->M, n, t, 1, &b, &e);
+    if (e > b) conv_depthwise(p, x, w, bias, y, b, e);
+    return;
+  }
+#endif
+#if HAVE_WINOGRAD
+  if (winograd_fits(p)) {
+    const size_t xplane = (size_t)p->H * p->W, yplane = (size_t)p->OH * p->OW;
+    const size_t wgroup = p->prepared ? prep_group_floats(p) : (size_t)Mg * Cg * 9;
+    /* a one-tile chunk would be a matrix-vector product: one-tile-wide layers
+     * stay on one thread */
+    if (wino_tw(p) == 1 && t > 0) return;
+    split_range(wino_th(p), wino_tw(p) == 1 ? 1 : n, wino_tw(p) == 1 ? 0 : t, 1, &b, &e);
+    if (e <= b) return;
+    for (in = 0; in < p->N; in++)
+      for (g = 0; g < G; g++)
+        conv_winograd(p, x + ((size_t)in * p->C + (size_t)g * Cg) * xplane, w + (size_t)g * wgroup,
+                      bias ? bias + (size_t)g * Mg : NULL,
+                      y + ((size_t)in * p->M + (size_t)g * Mg) * yplane, scratch, b, e);
+    return;
+  }
+#else
+  if (p->prepared == MG_CONV_PREP_WINOGRAD) {
+    /* transformed weights and no Winograd compiled in (a hand-made MG_RT_SELECT):
+     * NaN, loudly, rather than a direct convolution of transformed kernels */
+    const size_t ny = (size_t)p->N * p->M * p->OH * p->OW;
+    size_t i;
+    if (t == 0)
+      for (i = 0; i < ny; i++) y[i] = NAN;
+    return;
+  }
+#endif
+  (void)in, (void)g, (void)Cg, (void)Mg;
+  split_range(p->OH * p->OW, n, t, 32, &b, &e);
+  conv_gemm_cols(p, x, w, bias, y, scratch, b, e);
+}
+
+void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
+               const float *bias, float *y, float *scratch) {
+  mg_conv2d_part(p, x, w, bias, y, scratch, 0, 1);
 }
 
 /* --------------------------------------------------------- conv transpose */

@@ -93,6 +93,8 @@ typedef struct {
    * known at run time (StringNormalizer dropping stopwords), which holds
    * at most outputs[output].bytes and is dense in the shape reported here. */
   const int64_t *(*output_dims)(void *instance, int output);
+  /* Runs the model on n threads from now on (NULL: one thread only). */
+  int (*set_threads)(void *instance, int n);
 } mg_rt_model;
 
 /* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit
@@ -269,6 +271,14 @@ size_t mg_conv2d_scratch(const mg_conv2d_params *p);
 void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
                const float *bias, float *y, float *scratch);
 
+/* Part t of n (0 <= t < n) of mg_conv2d(p, ...): a contiguous share of its output
+ * channels (depthwise), tile rows (Winograd) or output positions (the SGEMM
+ * paths); the n parts together write y once, each with its own scratch of
+ * mg_conv2d_scratch(p) floats, and y holds exactly what mg_conv2d gives, bit for
+ * bit, for any n. mg_conv2d_mt (mg_rt_pool.h) runs the parts on a pool. */
+void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
+                    const float *bias, float *y, float *scratch, int t, int n);
+
 /* Prepared weights (see MG_RT_PACK_VERSION), made at conversion. A layer's
  * preparation (mg_conv2d_prep_kind, asked with p->prepared == 0):
  *   MG_CONV_PREP_NONE      w as it is: depthwise, or too few output positions for
@@ -299,5 +309,6 @@ void mg_conv2d_prepare(const mg_conv2d_params *p, const float *w, float *out);
 #include "mg_rt_rnn.h"
 #include "mg_rt_strings.h"
 #include "mg_rt_dynamic.h"
+#include "mg_rt_pool.h"
 
 #endif /* MG_RUNTIME_H */

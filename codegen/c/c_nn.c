@@ -125,8 +125,16 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
     if (k == MG_CONV_WINOGRAD) cg_select(c, "MG_RT_USE_CONV_WINOGRAD");
     if (k == MG_CONV_DEPTHWISE) cg_select(c, "MG_RT_USE_CONV_DEPTHWISE");
   }
-  cg_line(c, "mg_conv2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), wp ? wp : cg_in(c, w),
-          b ? cg_in(c, b) : "NULL", cg_out(c, y), cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
+  if (cg_threads(c) > 1) {
+    /* its output split among the pool's threads, each with its own scratch */
+    nn_need(c, "pool.c");
+    cg_line(c, "mg_conv2d_mt(m->pool, &%s, %s, %s, %s, %s, %s, scratch_floats());", prm, cg_in(c, x),
+            wp ? wp : cg_in(c, w), b ? cg_in(c, b) : "NULL", cg_out(c, y),
+            cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
+  } else {
+    cg_line(c, "mg_conv2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), wp ? wp : cg_in(c, w),
+            b ? cg_in(c, b) : "NULL", cg_out(c, y), cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
+  }
   return 0;
 }
 

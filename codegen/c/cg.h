@@ -108,6 +108,11 @@ typedef struct {
 } cg_act;
 void cg_fused_act(cg_ctx *c, const mg_node *n, cg_act *out);
 
+/* The most threads the generated code runs on (--threads N; 1 by default). An
+ * emitter whose kernel has a threaded form (mg_conv2d_mt) calls it when this is
+ * above 1, with m->pool and each thread's scratch scratch_floats() apart. */
+int cg_threads(const cg_ctx *c);
+
 /* Weights prepared at conversion (cg_prepare.c): for node n (a Conv), the C
  * pointer expression of its prepared weights, with *kind the mg_conv_prep and *mr
  * the panel height they were made for; NULL (and 0, 0) when n reads its weights

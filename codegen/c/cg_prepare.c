@@ -77,3 +77,5 @@ const char *cg_prepared(cg_ctx *c, const mg_node *n, int *kind, int *mr) {
   *kind = p->kind, *mr = p->mr;
   return str(c, "((const float *)(W + %zu))", p->offset);
 }
+
+int cg_threads(const cg_ctx *c) { return c->o->threads > 1 ? c->o->threads : 1; }

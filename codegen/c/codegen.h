@@ -26,6 +26,8 @@ typedef struct {
   size_t string_pool_bytes; /* per-instance pool for run-time strings; 0: 1 MiB */
   int pack_mr;         /* prepared weights' panel height: 0 the micro-kernel's of the
                           machine migc runs on, -1 no prepared weights */
+  int threads;         /* --threads N: the most threads model_set_threads may ask for,
+                          and how many model_init starts (0 or 1: one, no pthreads) */
 } cg_options;
 
 typedef struct {

@@ -3,7 +3,7 @@
 # as a user meets them: the weights file records the layout version, a file or a
 # runtime of another layout is an init error (never wrong numbers), and blobs made
 # for another micro-kernel's panel height (--cpu-pack 8: aarch64's) or with none
-# (--cpu-pack none) give torch's numbers too. tiny_cnn's convolutions take every
+# (--cpu-pack none) give torch's numbers too; --threads 2 gives one thread's bits. tiny_cnn's convolutions take every
 # prepared path: Winograd (the 3x3 on 16x16) and packed GEMM (the strided 3x3).
 # usage: tests/e2e/cpu_prepared.sh BUILD_DIR
 set -u
@@ -57,5 +57,15 @@ check "--cpu-pack none: no preparation, version 0, matches torch" bash -c "
   make -s -C '$work/pn/cpu' >/dev/null && [ \"\$(od -An -tu8 -j24 -N8 '$work/pn/cpu/model.weights' | tr -d ' ')\" = 0 ] &&
   '$work/pn/cpu/runner' --input input=$in --output-dir '$work/pn/o' && '$NPYCMP' '$work/pn/o/logits.npy' $ref"
 check "--cpu-pack 0: exit 2" bash -c "'$MIGC' convert samples/tiny_cnn.onnx --cpu-only -o '$work/x' --cpu-pack 0; [ \$? -eq 2 ]"
+check "--threads 2: bit-identical to one thread, and to the one-thread project" bash -c "
+  '$MIGC' convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 --cpu-only -o '$work/t2' --threads 2 >/dev/null &&
+  make -s -C '$work/t2/cpu' WERROR=-Werror >/dev/null && grep -q mg_conv2d_mt '$work/t2/cpu/model.c' &&
+  '$work/t2/cpu/runner' --input input=$in --output-dir '$work/t2/o2' --repeat 3 | grep -q median_ms &&
+  '$work/t2/cpu/runner' --input input=$in --output-dir '$work/t2/o1' --threads 1 &&
+  cmp '$work/t2/o1/logits.npy' '$work/t2/o2/logits.npy' && cmp '$work/t2/o2/logits.npy' '$work/p/o/logits.npy'"
+check "--threads beyond the converted count: exit 2" bash -c "
+  '$work/t2/cpu/runner' --input input=$in --output-dir '$work/t2/o3' --threads 3; [ \$? -eq 2 ]"
+check "a one-thread project refuses --threads 2: exit 2" bash -c "
+  '$work/p/cpu/runner' --input input=$in --output-dir '$work/o' --threads 2; [ \$? -eq 2 ]"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

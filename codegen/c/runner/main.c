@@ -1,14 +1,15 @@
 /* The runner migc ships with every generated CPU project (copied verbatim).
  *
  *   runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]
- *          [--repeat N [--cpu-time]] [--trace DIR] [--list]
+ *          [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--list]
  *
  * It reads each graph input from a .npy file (dtype and shape must match the
  * model exactly; string inputs are numpy unicode arrays, '<U<n>', passed to the
  * model as UTF-8), runs the model once, and writes D/<output name>.npy (written
  * to a temporary file, then renamed; D is created if missing). With --repeat N it then runs N more timed
  * inferences and prints "median_ms X" (with --cpu-time also "median_cpu_ms X", the
- * process's CPU time per run, which a busy machine inflates less). With --trace DIR the run also writes every
+ * process's CPU time per run, which a busy machine inflates less). --threads N runs
+ * the model on N threads (up to what it was converted for). With --trace DIR the run also writes every
  * node's output to DIR/<value name>.npy, for layer-by-layer comparison. The weights file defaults to the one
  * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
  * failure inside the model. The models it serves are listed in models.c. */
@@ -152,7 +153,7 @@ static void *read_unicode(FILE *f, const char *path, size_t count, size_t width,
 
 static void usage(FILE *f) {
   fprintf(f, "usage: runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]\n"
-             "              [--repeat N [--cpu-time]] [--trace DIR] [--list]\n"
+             "              [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--list]\n"
              "Runs the generated model on .npy inputs and writes D/<output>.npy; with --repeat N\n"
              "also times N runs after one warm-up and prints 'median_ms X' (--cpu-time: also\n"
              "'median_cpu_ms X', CPU time per run); --trace DIR writes\n"
@@ -427,7 +428,7 @@ int main(int argc, char **argv) {
   const char *model_name = NULL, *weights = NULL, *outdir = ".", *trace_dir = NULL;
   const char *in_names[MAX_IO], *in_paths[MAX_IO];
   void *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
-  int n_in = 0, repeat = 0, list = 0, cpu_time = 0, i, rc = 0;
+  int n_in = 0, repeat = 0, list = 0, cpu_time = 0, threads = 0, i, rc = 0;
   const mg_rt_model *md = NULL;
   const char *wfile = NULL;
   char wpath[4096];
@@ -449,6 +450,12 @@ int main(int argc, char **argv) {
       outdir = argv[++i];
     } else if (!strcmp(argv[i], "--cpu-time")) {
       cpu_time = 1;
+    } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = atoi(argv[++i]);
+      if (threads < 1 || threads > 64) {
+        fprintf(stderr, "runner: --threads wants a count from 1 to 64\n");
+        return 2;
+      }
     } else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
       repeat = atoi(argv[++i]);
       if (repeat < 1 || repeat > 1000000) {
@@ -539,6 +546,15 @@ int main(int argc, char **argv) {
     inst = NULL;
     rc = rc == MG_RT_EARG || rc == MG_RT_EIO || rc == MG_RT_EFORMAT || rc == MG_RT_ELAYOUT ? 2 : 3;
     goto done;
+  }
+  if (threads) {
+    rc = md->set_threads ? md->set_threads(inst, threads) : threads == 1 ? MG_RT_OK : MG_RT_EARG;
+    if (rc) {
+      fprintf(stderr, "runner: cannot run on %d threads: %s (the project was converted for fewer: migc "
+                      "convert --threads N)\n", threads, mg_rt_strerror(rc));
+      rc = 2;
+      goto done;
+    }
   }
   if (trace_dir) {
     trace_ctx tc;
