@@ -5,7 +5,9 @@
 # PyTorch in turn (RUNS timed inferences after a warm-up, median); the figure is
 # the median of the rounds' medians, so a burst of load from other jobs hits all
 # three alike. Each process is pinned (taskset) to the first N cores of
-# BENCH_CORES for N threads. Prints the load average with each table.
+# BENCH_CORES for N threads (the projects are converted with --threads of the most
+# asked for; the runner's --threads picks each count). Prints the load average
+# with each table.
 # Also: conversion time of resnet50 (compiler not counted).
 #
 # usage: bench/cpu_speed.sh BUILD_DIR [MODELS] [RUNS] [ROUNDS]
@@ -39,9 +41,12 @@ IFS=, read -r -a core_list <<<"$CORES"
 cores() { local IFS=,; echo "${core_list[*]:0:$1}"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
+maxt=1
+for nt in $THREADS; do [ "$nt" -gt "$maxt" ] && maxt=$nt; done
 for model in ${MODELS//,/ }; do
   f=$tv/${model}_op17_default.onnx
-  "$BUILD/migc" convert "$f" -o "$work/$model" --cpu-only >/dev/null 2>&1 || { echo "$model: convert failed"; exit 1; }
+  "$BUILD/migc" convert "$f" -o "$work/$model" --cpu-only --threads "$maxt" >/dev/null 2>&1 ||
+    { echo "$model: convert failed"; exit 1; }
   make -s -j"$(nproc)" -C "$work/$model/cpu" >/dev/null
   "$work/$model/cpu/runner" --input input="$tv/${model}_input.npy" --output-dir "$work/$model" >/dev/null
   "$BUILD/tests/npycmp" "$work/$model/output.npy" "$tv/${model}_output.npy" >/dev/null ||
@@ -53,7 +58,7 @@ echo "compiler: $(cc --version | head -1), flags -O3 -march=native (the generate
 echo "each figure: median over $ROUNDS interleaved rounds of the median of $RUNS runs (PyTorch: $TORCH_RUNS)"
 for nt in $THREADS; do
   pin=$(cores "$nt")
-  thr=""; [ "$nt" -gt 1 ] && thr="--threads $nt"
+  thr="--threads $nt"
   echo
   echo "threads: $nt (taskset -c $pin); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo

@@ -702,7 +702,7 @@ static inline void dw_run(int K, int S, int n, const float *const *rows,
                           const float *w, float b, float *y) {
   int i = 0, r, j;
 #if defined(MG_CONV_AVX2)
-  __m256 wv[25];
+  __m256 wv[49];
   const __m256 vb = _mm256_set1_ps(b);
   for (r = 0; r < K * K; r++) wv[r] = _mm256_set1_ps(w[r]);
   if (S == 1) {
@@ -739,7 +739,7 @@ static inline void dw_run(int K, int S, int n, const float *const *rows,
 }
 
 /* The specialised interior kernels: the 3x3 and 5x5 depthwise layers of the
- * mobilenets, efficientnets and deeplab, at strides 1 and 2. */
+ * mobilenets, efficientnets and deeplab, at strides 1 and 2, and convnext's 7x7. */
 static void dw_run_3s1(int n, const float *const *r, const float *w, float b, float *y) {
   dw_run(3, 1, n, r, w, b, y);
 }
@@ -752,6 +752,9 @@ static void dw_run_5s1(int n, const float *const *r, const float *w, float b, fl
 static void dw_run_5s2(int n, const float *const *r, const float *w, float b, float *y) {
   dw_run(5, 2, n, r, w, b, y);
 }
+static void dw_run_7s1(int n, const float *const *r, const float *w, float b, float *y) {
+  dw_run(7, 1, n, r, w, b, y);
+}
 
 typedef void (*dw_run_fn)(int, const float *const *, const float *, float, float *);
 
@@ -761,6 +764,7 @@ static dw_run_fn dw_pick(const mg_conv2d_params *p) {
     return NULL;
   if (p->kh == 3) return p->stride_w == 1 ? dw_run_3s1 : p->stride_w == 2 ? dw_run_3s2 : NULL;
   if (p->kh == 5) return p->stride_w == 1 ? dw_run_5s1 : p->stride_w == 2 ? dw_run_5s2 : NULL;
+  if (p->kh == 7) return p->stride_w == 1 ? dw_run_7s1 : NULL;
   return NULL;
 }
 
@@ -768,7 +772,7 @@ static dw_run_fn dw_pick(const mg_conv2d_params *p) {
  * holds. Wider layers take the direct path. */
 #define DW_ROW_MAX 1280
 
-/* Depthwise KxK (K = 3 or 5), stride S = 1 or 2, undilated, through a ring of K
+/* Depthwise KxK (K = 3, 5 or 7), stride S = 1 or 2, undilated, through a ring of K
  * zero-padded input rows on the stack: input row ih lives in slot ih % K from
  * column pad_l on, the columns around it stay zero, and rows outside the image read
  * a zero row. The row kernel then runs over whole vectors of outputs with no border
@@ -781,8 +785,8 @@ static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const 
   const int OH = p->OH, OW = p->OW, H = p->H, W = p->W;
   /* whole vectors of 8 outputs; the S == 2 kernel reads 8 past its last input */
   const int nv = (OW + 7) / 8 * 8, width = nv * S + K + 8;
-  float ring[5 * DW_ROW_MAX], zero[DW_ROW_MAX], out[DW_ROW_MAX];
-  const float *rows[5];
+  float ring[7 * DW_ROW_MAX], zero[DW_ROW_MAX], out[DW_ROW_MAX];
+  const float *rows[7];
   int n, oc, oh, ki, have;
   if (width > DW_ROW_MAX || p->pad_l + W > width) return 0;
   memset(ring, 0, sizeof(float) * (size_t)K * width);

@@ -443,7 +443,7 @@ static void test_conv_layers(void **state) {
   p = conv(1, 1, 9, 9, 1, 3, 1, 1, 1, 0, MG_ACT_NONE); check_conv(&p, 0);
 }
 
-/* The specialised depthwise row kernels (3x3 and 5x5, strides 1 and 2, undilated)
+/* The specialised depthwise row kernels (3x3 and 5x5 at strides 1 and 2, 7x7 at 1, undilated)
  * over widths from narrower than the kernel (no interior) to several vectors with
  * odd tails, every padding up to K-1 on each side, multipliers 1 and 2. */
 static void test_conv_depthwise_specialised(void **state) {
@@ -451,7 +451,7 @@ static void test_conv_depthwise_specialised(void **state) {
   int t;
   (void)state;
   for (t = 0; t < 240; t++) {
-    const int k = (t & 1) ? 5 : 3, s = (t & 2) ? 2 : 1;
+    const int k = t % 3 == 2 ? 7 : (t & 1) ? 5 : 3, s = k != 7 && (t & 2) ? 2 : 1;
     memset(&p, 0, sizeof p);
     p.N = rnd_int(1, 2);
     p.group = p.C = rnd_int(1, 5);
