@@ -1,5 +1,6 @@
-// Peer measurement: ONNX Runtime (onnxruntime-node), one thread, batch 1.
-// usage: node bench/ort_run.js MODEL.onnx INPUT.npy RUNS  -> prints "median_ms X"
+// Peer measurement: ONNX Runtime (onnxruntime-node), batch 1, THREADS intra-op
+// threads (default 1).
+// usage: node bench/ort_run.js MODEL.onnx INPUT.npy RUNS [THREADS]  -> prints "median_ms X"
 const ort = require('onnxruntime-node');
 const fs = require('fs');
 
@@ -13,9 +14,9 @@ function readNpyF32(path) {
 }
 
 (async () => {
-  const [model, input, runs] = process.argv.slice(2);
+  const [model, input, runs, threads] = process.argv.slice(2);
   const session = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential',
+    intraOpNumThreads: Number(threads || 1), interOpNumThreads: 1, executionMode: 'sequential',
   });
   const feeds = { [session.inputNames[0]]: readNpyF32(input) };
   await session.run(feeds); // warm-up

@@ -7,4 +7,4 @@ bash bench/import_speed.sh "$BUILD"
 echo
 bash bench/interp_speed.sh "$BUILD"
 echo
-bash bench/cpu_speed.sh "$BUILD"
+BENCH_THREADS="1 2" bash bench/cpu_speed.sh "$BUILD"

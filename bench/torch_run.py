@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Peer measurement: PyTorch eval forward, one thread, batch 1.
+"""Peer measurement: PyTorch eval forward, batch 1, THREADS threads (default 1).
 
-usage: /usr/bin/python3 bench/torch_run.py MODEL_NAME STATE.pth INPUT.npy RUNS
+usage: /usr/bin/python3 bench/torch_run.py MODEL_NAME STATE.pth INPUT.npy RUNS [THREADS]
 Prints "median_ms X". The model is the torchvision constructor with the fixture's
 (perturbed) state_dict, so it computes what the exported ONNX computes.
 """
@@ -16,7 +16,7 @@ import torchvision
 
 def main():
     name, pth, inp, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(sys.argv[5]) if len(sys.argv) > 5 else 1)
     model = getattr(torchvision.models, name)(weights=None).eval()
     model.load_state_dict(torch.load(pth))
     x = torch.from_numpy(np.load(inp))

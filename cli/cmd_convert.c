@@ -70,6 +70,10 @@ static void help(FILE *f) {
           "  --string-pool BYTES    per-instance pool for strings made at run time\n"
           "                         (default 1048576; only models with string kernels)\n"
           "  --no-fuse, --no-fold-bn  keep activations / BatchNorm as separate kernels\n"
+          "  --threads N            generated code for up to N threads (model_set_threads;\n"
+          "                         model_init starts N; default 1, no pthreads)\n"
+          "  --cpu-pack MR|none     panel height of the weights prepared for SGEMM\n"
+          "                         (default: this machine's kernel; none: as in the graph)\n"
           "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n"
           "  --modelarts-runtime S  config.json's runtime (default " MS_PACKAGE_DEFAULT_RUNTIME ",\n"
           "                         a MindSpore + CANN runtime ModelArts documents; which exist\n"
@@ -306,6 +310,28 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     else if (!strcmp(a, "--embed-weights")) j->o.embed_weights = 1;
     else if (!strcmp(a, "--no-fuse")) j->o.no_fuse = 1;
     else if (!strcmp(a, "--no-fold-bn")) j->o.no_fold_bn = 1;
+    else if (!strcmp(a, "--threads") && more) {
+      const char *v = argv[++i];
+      char *end;
+      long nt = strtol(v, &end, 10);
+      if (!*v || *end || nt < 1 || nt > 64) {
+        fprintf(stderr, "migc convert: --threads wants a count from 1 to 64, got '%s'\n", v);
+        return EXIT_BAD_INPUT;
+      }
+      j->o.threads = (int)nt;
+    }
+    else if (!strcmp(a, "--cpu-pack") && more) {
+      /* prepared weights' panel height (codegen/c/cg_prepare.c): none, or 1..64 */
+      const char *v = argv[++i];
+      char *end;
+      long mr = strtol(v, &end, 10);
+      if (!strcmp(v, "none")) j->o.pack_mr = -1;
+      else if (*v && !*end && mr >= 1 && mr <= 64) j->o.pack_mr = (int)mr;
+      else {
+        fprintf(stderr, "migc convert: --cpu-pack wants a panel height from 1 to 64 or 'none', got '%s'\n", v);
+        return EXIT_BAD_INPUT;
+      }
+    }
     else if (!strcmp(a, "--cpu-only")) j->cpu_only = 1;
     else if (!strcmp(a, "--modelarts-runtime") && more) j->ms_runtime = argv[++i];
     else if (!strcmp(a, "--ascend-no-op") && more) {

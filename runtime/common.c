@@ -69,6 +69,7 @@ const char *mg_rt_strerror(int code) {
   case MG_RT_EARG: return "bad argument";
   case MG_RT_EUNSUPPORTED: return "the model has a node migc could not convert (see the conversion report)";
   case MG_RT_EDEVICE: return "a device call failed (the message above names it)";
+  case MG_RT_ELAYOUT: return "the weights are prepared in a layout this runtime does not read (regenerate the project)";
   }
   return "unknown error";
 }

@@ -218,6 +218,7 @@ static void valid_range(int OW, int W, int s, int off, int *lo, int *hi) {
 typedef struct {
   const mg_conv2d_params *p;
   const float *x; /* the group's first input channel */
+  int q_off;      /* column 0 of the product is output position q_off */
 } im2col_src;
 
 /* Row k = (c*kh + ki)*kw + kj of one group's im2col matrix, columns (output
@@ -231,7 +232,9 @@ static void im2col_row(const void *ctx, int k, int q0, int nq, float *d) {
   const int kj = k % p->kw, ki = k / p->kw % p->kh, c = k / (p->kw * p->kh);
   const float *xc = src->x + (size_t)c * H * W;
   const int offw = kj * p->dil_w - p->pad_l;
-  int lo, hi, q = q0, oh = q0 / OW, ow0 = q0 % OW;
+  int lo, hi, q, oh, ow0;
+  q0 += src->q_off;
+  q = q0, oh = q0 / OW, ow0 = q0 % OW;
   valid_range(OW, W, sw, offw, &lo, &hi);
   /* one output row (or the part of it inside the chunk) at a time */
   while (q < q0 + nq) {
@@ -336,20 +339,98 @@ static int use_rows(const mg_conv2d_params *p) {
 static int wino_th(const mg_conv2d_params *p) { return (p->OH + 1) / 2; }
 static int wino_tw(const mg_conv2d_params *p) { return (p->OW + 1) / 2; }
 
-static int winograd_fits(const mg_conv2d_params *p) {
+/* Fewest tiles for a layer whose transformed weights are prepared at conversion:
+ * with no transform per call, 16 tiles (resnet's 7x7 stage) already pay. */
+#define WINO_MIN_TILES_PREPARED 16
+/* Fewest output positions for which a layer's weights are prepared: below it the
+ * products are matrix-vector-like and mg_sgemm streams the weights as they are. */
+#define PREP_MIN_POSITIONS 8
+
+/* Whether Winograd can compute p at all (shape, channels, stack rows). */
+static int winograd_shape(const mg_conv2d_params *p) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   return p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 &&
          p->dil_h == 1 && p->dil_w == 1 && Cg >= WINO_MIN_CHANNELS &&
-         Mg >= WINO_MIN_CHANNELS && wino_th(p) * wino_tw(p) >= WINO_MIN_TILES &&
-         2 * wino_tw(p) + 2 <= WINO_ROW_MAX && 16L * Mg * Cg <= WINO_U_MAX;
+         Mg >= WINO_MIN_CHANNELS && 2 * wino_tw(p) + 2 <= WINO_ROW_MAX;
 }
 
+/* Whether p goes through Winograd: fixed by its preparation when it has one,
+ * else (weights transformed on every call) when it has enough tiles and its
+ * transformed weights fit the scratch. */
+static int winograd_fits(const mg_conv2d_params *p) {
+  const long Cg = p->C / p->group, Mg = p->M / p->group;
+  if (p->prepared) return p->prepared == MG_CONV_PREP_WINOGRAD;
+  return winograd_shape(p) && wino_th(p) * wino_tw(p) >= WINO_MIN_TILES && 16L * Mg * Cg <= WINO_U_MAX;
+}
 
 mg_conv_kernel mg_conv2d_kernel(const mg_conv2d_params *p) {
   if (depthwise_fits(p)) return MG_CONV_DEPTHWISE;
   if (winograd_fits(p)) return MG_CONV_WINOGRAD;
   if (is_pointwise(p)) return MG_CONV_POINTWISE;
   return MG_CONV_IM2COL;
+}
+
+mg_conv_prep mg_conv2d_prep_kind(const mg_conv2d_params *p) {
+  if (depthwise_fits(p) || p->OH * p->OW < PREP_MIN_POSITIONS) return MG_CONV_PREP_NONE;
+  if (HAVE_WINOGRAD && winograd_shape(p) && wino_th(p) * wino_tw(p) >= WINO_MIN_TILES_PREPARED)
+    return MG_CONV_PREP_WINOGRAD;
+  return MG_CONV_PREP_GEMM;
+}
+
+/* Floats of one group's prepared weights. */
+static size_t prep_group_floats(const mg_conv2d_params *p) {
+  const int Cg = p->C / p->group, Mg = p->M / p->group;
+  if (p->prepared == MG_CONV_PREP_WINOGRAD)
+    return 16 * mg_sgemm_packed_floats(Mg, Cg, p->prepared_mr);
+  if (p->prepared == MG_CONV_PREP_GEMM)
+    return mg_sgemm_packed_floats(Mg, Cg * p->kh * p->kw, p->prepared_mr);
+  return 0;
+}
+
+size_t mg_conv2d_prepared_floats(const mg_conv2d_params *p) {
+  return (size_t)p->group * prep_group_floats(p);
+}
+
+/* u = G g G^T for one 3x3 kernel g (row-major), u row-major 4x4 (see below). */
+static void wino_kernel(const float *g, float *u) {
+  float t[4][3];
+  int j, i;
+  for (j = 0; j < 3; j++) { /* G g, column j */
+    t[0][j] = g[j];
+    t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+    t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+    t[3][j] = g[6 + j];
+  }
+  for (i = 0; i < 4; i++) { /* (G g) G^T, row i */
+    u[4 * i + 0] = t[i][0];
+    u[4 * i + 1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+    u[4 * i + 2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+    u[4 * i + 3] = t[i][2];
+  }
+}
+
+void mg_conv2d_prepare(const mg_conv2d_params *p, const float *w, float *out) {
+  const int G = p->group, Cg = p->C / G, Mg = p->M / G, K = Cg * p->kh * p->kw;
+  const int mr = p->prepared_mr;
+  const size_t gf = prep_group_floats(p);
+  int g, m, c, xi;
+  for (g = 0; g < G; g++) {
+    const float *wg = w + (size_t)g * Mg * K;
+    float *og = out + (size_t)g * gf;
+    if (p->prepared == MG_CONV_PREP_GEMM) {
+      mg_sgemm_pack(Mg, K, wg, K, mr, og);
+    } else if (p->prepared == MG_CONV_PREP_WINOGRAD) {
+      const size_t plane = mg_sgemm_packed_floats(Mg, Cg, mr);
+      memset(og, 0, sizeof(float) * gf);
+      for (m = 0; m < Mg; m++)
+        for (c = 0; c < Cg; c++) {
+          float u[16];
+          wino_kernel(wg + ((size_t)m * Cg + c) * 9, u);
+          for (xi = 0; xi < 16; xi++)
+            og[(size_t)xi * plane + mg_sgemm_packed_index(Mg, Cg, mr, m, c)] = u[xi];
+        }
+    }
+  }
 }
 
 #if HAVE_WINOGRAD
@@ -369,6 +450,10 @@ static size_t wino_stride(size_t n) { return (n + 1023) / 1024 * 1024 + 16; }
 static size_t wino_scratch(const mg_conv2d_params *p) {
   const size_t Cg = (size_t)(p->C / p->group), Mg = (size_t)(p->M / p->group);
   const size_t T = (size_t)wino_chunk_rows(p) * wino_tw(p);
+  /* prepared weights are read in place: no U, and the packed product's scratch */
+  if (p->prepared)
+    return 3 * ALIGN_SLACK + 16 * (wino_stride(Cg * T) + wino_stride(Mg * T)) +
+           mg_sgemm_packed_scratch((int)Mg, (int)T, (int)Cg);
   return 3 * ALIGN_SLACK + 16 * (wino_stride(Mg * Cg) + wino_stride(Cg * T) + wino_stride(Mg * T)) +
          mg_sgemm_scratch((int)Mg, (int)T, (int)Cg);
 }
@@ -501,27 +586,34 @@ static void wino_output(const mg_conv2d_params *p, int Mg, const float *P, size_
   }
 }
 
-/* One group of one image through Winograd (see above); x, w, bias, y are the
- * group's. The weights are transformed once, then the tile rows go through input
- * transform, 16 SGEMMs and output transform a chunk at a time. */
+/* Tile rows th_begin .. th_end-1 of one group of one image through Winograd (see
+ * above); x, w, bias, y are the group's. The weights are transformed once (or were, at conversion: p->prepared),
+ * then the tile rows go through input transform, 16 SGEMMs and output transform a
+ * chunk at a time. */
 static void conv_winograd(const mg_conv2d_params *p, const float *x, const float *w,
-                          const float *bias, float *y, float *scratch) {
+                          const float *bias, float *y, float *scratch, int th_begin, int th_end) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
   const int TH = wino_th(p), TW = wino_tw(p), chunk = wino_chunk_rows(p);
-  const size_t us = wino_stride((size_t)Mg * Cg), vs = wino_stride((size_t)Cg * chunk * TW),
-               ps = wino_stride((size_t)Mg * chunk * TW);
-  float *U = align64(scratch);
-  float *V = align64(U + 16 * us);
+  const size_t us = p->prepared ? mg_sgemm_packed_floats(Mg, Cg, p->prepared_mr)
+                                : wino_stride((size_t)Mg * Cg);
+  const size_t vs = wino_stride((size_t)Cg * chunk * TW), ps = wino_stride((size_t)Mg * chunk * TW);
+  float *U = p->prepared ? NULL : align64(scratch);
+  float *V = p->prepared ? align64(scratch) : align64(U + 16 * us);
   float *P = align64(V + 16 * vs);
   float *gemm_scratch = P + 16 * ps;
   int th0, xi;
-  wino_weights(Mg, Cg, w, U, us);
-  for (th0 = 0; th0 < TH; th0 += chunk) {
-    const int nth = min_int(chunk, TH - th0), T = nth * TW;
+  if (!p->prepared) wino_weights(Mg, Cg, w, U, us);
+  (void)TH;
+  for (th0 = th_begin; th0 < th_end; th0 += chunk) {
+    const int nth = min_int(chunk, th_end - th0), T = nth * TW;
     wino_input(p, Cg, x, th0, nth, V, vs);
     for (xi = 0; xi < 16; xi++)
-      mg_sgemm(Mg, T, Cg, 1.0f, U + xi * us, Cg, 0, V + xi * vs, T, 0, 0.0f, P + xi * ps, T,
-               gemm_scratch);
+      if (p->prepared)
+        mg_sgemm_packed(Mg, T, Cg, w + xi * us, p->prepared_mr, V + xi * vs, T, NULL, NULL,
+                        P + xi * ps, T, gemm_scratch);
+      else
+        mg_sgemm(Mg, T, Cg, 1.0f, U + xi * us, Cg, 0, V + xi * vs, T, 0, 0.0f, P + xi * ps, T,
+                 gemm_scratch);
     wino_output(p, Mg, P, ps, th0, nth, bias, y);
   }
 }
@@ -535,10 +627,16 @@ size_t mg_conv2d_scratch(const mg_conv2d_params *p) {
 #if HAVE_WINOGRAD
   if (winograd_fits(p)) return wino_scratch(p);
 #endif
-  if (is_pointwise(p)) return mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
-  if (use_rows(p)) return mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
+  if (p->prepared == MG_CONV_PREP_WINOGRAD) return 0; /* no Winograd compiled: not run */
+  if (is_pointwise(p))
+    return p->prepared ? mg_sgemm_packed_scratch(Mg, p->OH * p->OW, Cg)
+                       : mg_sgemm_scratch(Mg, p->OH * p->OW, Cg);
+  if (use_rows(p))
+    return p->prepared ? mg_sgemm_packed_scratch(Mg, p->OH * p->OW, K)
+                       : mg_sgemm_rows_scratch(Mg, p->OH * p->OW, K);
   cols = chunk_cols(p, K);
-  return ALIGN_SLACK + (size_t)K * cols + mg_sgemm_scratch(Mg, cols, K);
+  return ALIGN_SLACK + (size_t)K * cols +
+         (p->prepared ? mg_sgemm_packed_scratch(Mg, cols, K) : mg_sgemm_scratch(Mg, cols, K));
 }
 
 /* -------------------------------------------------------------- depthwise */
@@ -604,7 +702,7 @@ static inline void dw_run(int K, int S, int n, const float *const *rows,
                           const float *w, float b, float *y) {
   int i = 0, r, j;
 #if defined(MG_CONV_AVX2)
-  __m256 wv[25];
+  __m256 wv[49];
   const __m256 vb = _mm256_set1_ps(b);
   for (r = 0; r < K * K; r++) wv[r] = _mm256_set1_ps(w[r]);
   if (S == 1) {
@@ -641,7 +739,7 @@ static inline void dw_run(int K, int S, int n, const float *const *rows,
 }
 
 /* The specialised interior kernels: the 3x3 and 5x5 depthwise layers of the
- * mobilenets, efficientnets and deeplab, at strides 1 and 2. */
+ * mobilenets, efficientnets and deeplab, at strides 1 and 2, and convnext's 7x7. */
 static void dw_run_3s1(int n, const float *const *r, const float *w, float b, float *y) {
   dw_run(3, 1, n, r, w, b, y);
 }
@@ -654,6 +752,9 @@ static void dw_run_5s1(int n, const float *const *r, const float *w, float b, fl
 static void dw_run_5s2(int n, const float *const *r, const float *w, float b, float *y) {
   dw_run(5, 2, n, r, w, b, y);
 }
+static void dw_run_7s1(int n, const float *const *r, const float *w, float b, float *y) {
+  dw_run(7, 1, n, r, w, b, y);
+}
 
 typedef void (*dw_run_fn)(int, const float *const *, const float *, float, float *);
 
@@ -663,6 +764,7 @@ static dw_run_fn dw_pick(const mg_conv2d_params *p) {
     return NULL;
   if (p->kh == 3) return p->stride_w == 1 ? dw_run_3s1 : p->stride_w == 2 ? dw_run_3s2 : NULL;
   if (p->kh == 5) return p->stride_w == 1 ? dw_run_5s1 : p->stride_w == 2 ? dw_run_5s2 : NULL;
+  if (p->kh == 7) return p->stride_w == 1 ? dw_run_7s1 : NULL;
   return NULL;
 }
 
@@ -670,26 +772,27 @@ static dw_run_fn dw_pick(const mg_conv2d_params *p) {
  * holds. Wider layers take the direct path. */
 #define DW_ROW_MAX 1280
 
-/* Depthwise KxK (K = 3 or 5), stride S = 1 or 2, undilated, through a ring of K
+/* Depthwise KxK (K = 3, 5 or 7), stride S = 1 or 2, undilated, through a ring of K
  * zero-padded input rows on the stack: input row ih lives in slot ih % K from
  * column pad_l on, the columns around it stay zero, and rows outside the image read
  * a zero row. The row kernel then runs over whole vectors of outputs with no border
  * logic (into a stack row, whose first OW values, activated, are the output row).
- * Returns 0, doing nothing, when a padded row would not fit the ring. */
+ * Output channels oc0 .. oc1-1 only. Returns 0, doing nothing, when a padded row
+ * would not fit the ring. */
 static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const float *w,
-                               const float *bias, float *y, dw_run_fn run) {
+                               const float *bias, float *y, dw_run_fn run, int oc0, int oc1) {
   const int K = p->kh, S = p->stride_w, mult = p->M / p->C;
   const int OH = p->OH, OW = p->OW, H = p->H, W = p->W;
   /* whole vectors of 8 outputs; the S == 2 kernel reads 8 past its last input */
   const int nv = (OW + 7) / 8 * 8, width = nv * S + K + 8;
-  float ring[5 * DW_ROW_MAX], zero[DW_ROW_MAX], out[DW_ROW_MAX];
-  const float *rows[5];
+  float ring[7 * DW_ROW_MAX], zero[DW_ROW_MAX], out[DW_ROW_MAX];
+  const float *rows[7];
   int n, oc, oh, ki, have;
   if (width > DW_ROW_MAX || p->pad_l + W > width) return 0;
   memset(ring, 0, sizeof(float) * (size_t)K * width);
   memset(zero, 0, sizeof(float) * (size_t)width);
   for (n = 0; n < p->N; n++) {
-    for (oc = 0; oc < p->M; oc++) {
+    for (oc = oc0; oc < oc1; oc++) {
       const float *xc = x + ((size_t)n * p->C + oc / mult) * H * W;
       const float *wc = w + (size_t)oc * K * K;
       float *yc = y + ((size_t)n * p->M + oc) * OH * OW;
@@ -724,17 +827,18 @@ static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const 
  * oc / (M/C) only. Shapes with a specialised row kernel go through the padded ring
  * (conv_depthwise_ring); the rest split each output row into border columns
  * (dw_point, taps checked one by one) and the interior [lo, hi), computed one tap
- * at a time with no bounds logic. The activation runs on the row while it is in L1. */
+ * at a time with no bounds logic. The activation runs on the row while it is in L1.
+ * Output channels oc0 .. oc1-1 only. */
 static void conv_depthwise(const mg_conv2d_params *p, const float *x, const float *w,
-                           const float *bias, float *y) {
+                           const float *bias, float *y, int oc0, int oc1) {
   const int mult = p->M / p->C, khw = p->kh * p->kw;
   const int OH = p->OH, OW = p->OW, H = p->H, W = p->W, sw = p->stride_w;
   const dw_run_fn run = dw_pick(p);
   int n, oc, oh, ki, kj, ow, lo, hi;
-  if (run && conv_depthwise_ring(p, x, w, bias, y, run)) return;
+  if (run && conv_depthwise_ring(p, x, w, bias, y, run, oc0, oc1)) return;
   interior_cols(p, &lo, &hi);
   for (n = 0; n < p->N; n++) {
-    for (oc = 0; oc < p->M; oc++) {
+    for (oc = oc0; oc < oc1; oc++) {
       const float *xc = x + ((size_t)n * p->C + oc / mult) * H * W;
       const float *wc = w + (size_t)oc * khw;
       float *yc = y + ((size_t)n * p->M + oc) * OH * OW;
@@ -765,57 +869,122 @@ static void conv_depthwise(const mg_conv2d_params *p, const float *x, const floa
 
 /* ------------------------------------------------------------------ entry */
 
-void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
-               const float *bias, float *y, float *scratch) {
+/* Output positions q0 .. q1-1 of every output plane of a layer on the SGEMM paths
+ * (pointwise, im2col rows, im2col chunks), weights prepared or not. The product
+ * of a column range is the same columns of the whole product, bit for bit: every
+ * output is one dot product over K in the same blocks, whatever tile holds it. */
+static void conv_gemm_cols(const mg_conv2d_params *p, const float *x, const float *w,
+                           const float *bias, float *y, float *scratch, int q0, int q1) {
   const int G = p->group, Cg = p->C / G, Mg = p->M / G;
-  const int K = Cg * p->kh * p->kw, npos = p->OH * p->OW;
+  const int K = Cg * p->kh * p->kw, npos = p->OH * p->OW, nq = q1 - q0;
   const size_t xplane = (size_t)p->H * p->W, yplane = (size_t)npos;
+  const size_t wgroup = p->prepared ? prep_group_floats(p) : (size_t)Mg * K;
+  const int mr = p->prepared_mr;
   int n, g;
-#if HAVE_DEPTHWISE
-  if (depthwise_fits(p)) {
-    conv_depthwise(p, x, w, bias, y);
-    return;
-  }
-#endif
+  if (nq <= 0) return;
   for (n = 0; n < p->N; n++) {
     for (g = 0; g < G; g++) {
       const float *xg = x + ((size_t)n * p->C + (size_t)g * Cg) * xplane;
-      const float *wg = w + (size_t)g * Mg * K;
+      const float *wg = w + (size_t)g * wgroup;
       const float *bg = bias ? bias + (size_t)g * Mg : NULL;
-      float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane;
-#if HAVE_WINOGRAD
-      if (winograd_fits(p)) {
-        conv_winograd(p, xg, wg, bg, yg, scratch);
-        continue;
-      }
-#endif
+      float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane + q0;
       if (is_pointwise(p)) {
-        /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW] */
-        mg_sgemm(Mg, npos, Cg, 1.0f, wg, Cg, 0, xg, npos, 0, 0.0f, yg, npos, scratch);
-        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+        /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW], columns q0.. */
+        if (p->prepared)
+          mg_sgemm_packed(Mg, nq, Cg, wg, mr, xg + q0, npos, NULL, NULL, yg, npos, scratch);
+        else
+          mg_sgemm(Mg, nq, Cg, 1.0f, wg, Cg, 0, xg + q0, npos, 0, 0.0f, yg, npos, scratch);
+        mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
       } else if (use_rows(p)) {
         /* im2col produced row segment by row segment while SGEMM packs B */
-        const im2col_src src = {p, xg};
-        mg_sgemm_rows(Mg, npos, K, wg, K, im2col_row, &src, yg, npos, scratch);
-        mg_bias_act(yg, Mg, npos, npos, bg, p->act, p->act_a, p->act_b);
+        const im2col_src src = {p, xg, q0};
+        if (p->prepared)
+          mg_sgemm_packed(Mg, nq, K, wg, mr, NULL, 0, im2col_row, &src, yg, npos, scratch);
+        else
+          mg_sgemm_rows(Mg, nq, K, wg, K, im2col_row, &src, yg, npos, scratch);
+        mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
       } else {
-        const im2col_src src = {p, xg};
+        const im2col_src src = {p, xg, 0};
         const int cols = chunk_cols(p, K);
         float *col = align64(scratch);
         float *gemm_scratch = col + (size_t)K * cols;
-        int q0;
-        for (q0 = 0; q0 < npos; q0 += cols) {
-          const int nq = min_int(cols, npos - q0);
-          im2col(&src, K, q0, nq, col);
-          /* y[:, q0..q0+nq] = w[Mg x K] * col[K x nq]; the epilogue runs on the
+        int c0;
+        for (c0 = q0; c0 < q1; c0 += cols) {
+          const int nc = min_int(cols, q1 - c0);
+          float *yc = yg + (c0 - q0);
+          im2col(&src, K, c0, nc, col);
+          /* y[:, c0..c0+nc] = w[Mg x K] * col[K x nc]; the epilogue runs on the
            * chunk while it is still in cache */
-          mg_sgemm(Mg, nq, K, 1.0f, wg, K, 0, col, nq, 0, 0.0f, yg + q0, npos,
-                   gemm_scratch);
-          mg_bias_act(yg + q0, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
+          if (p->prepared)
+            mg_sgemm_packed(Mg, nc, K, wg, mr, col, nc, NULL, NULL, yc, npos, gemm_scratch);
+          else
+            mg_sgemm(Mg, nc, K, 1.0f, wg, K, 0, col, nc, 0, 0.0f, yc, npos, gemm_scratch);
+          mg_bias_act(yc, Mg, nc, npos, bg, p->act, p->act_a, p->act_b);
         }
       }
     }
   }
+}
+
+/* Splits n items into `parts` contiguous ranges and gives range `part`: [*b, *e).
+ * Ranges after the first are multiples of `align` long where n allows, and none
+ * is a single item when align > 1 (a one-column product would take SGEMM's
+ * matrix-vector path, whose sums are ordered otherwise). */
+static void split_range(int n, int parts, int part, int align, int *b, int *e) {
+  int piece = (n + parts - 1) / parts;
+  piece = (piece + align - 1) / align * align;
+  *b = min_int(n, part * piece);
+  *e = min_int(n, *b + piece);
+  if (align > 1 && n - *e == 1) *e = n;      /* the next range would be one item */
+  if (align > 1 && *e - *b == 1 && *b > 0) *b = *e; /* merged into the one before */
+}
+
+void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
+                    const float *bias, float *y, float *scratch, int t, int n) {
+  const int G = p->group, Cg = p->C / G, Mg = p->M / G;
+  int b, e, in, g;
+#if HAVE_DEPTHWISE
+  if (depthwise_fits(p)) {
+    split_range(p->M, n, t, 1, &b, &e);
+    if (e > b) conv_depthwise(p, x, w, bias, y, b, e);
+    return;
+  }
+#endif
+#if HAVE_WINOGRAD
+  if (winograd_fits(p)) {
+    const size_t xplane = (size_t)p->H * p->W, yplane = (size_t)p->OH * p->OW;
+    const size_t wgroup = p->prepared ? prep_group_floats(p) : (size_t)Mg * Cg * 9;
+    /* a one-tile chunk would be a matrix-vector product: one-tile-wide layers
+     * stay on one thread */
+    if (wino_tw(p) == 1 && t > 0) return;
+    split_range(wino_th(p), wino_tw(p) == 1 ? 1 : n, wino_tw(p) == 1 ? 0 : t, 1, &b, &e);
+    if (e <= b) return;
+    for (in = 0; in < p->N; in++)
+      for (g = 0; g < G; g++)
+        conv_winograd(p, x + ((size_t)in * p->C + (size_t)g * Cg) * xplane, w + (size_t)g * wgroup,
+                      bias ? bias + (size_t)g * Mg : NULL,
+                      y + ((size_t)in * p->M + (size_t)g * Mg) * yplane, scratch, b, e);
+    return;
+  }
+#else
+  if (p->prepared == MG_CONV_PREP_WINOGRAD) {
+    /* transformed weights and no Winograd compiled in (a hand-made MG_RT_SELECT):
+     * NaN, loudly, rather than a direct convolution of transformed kernels */
+    const size_t ny = (size_t)p->N * p->M * p->OH * p->OW;
+    size_t i;
+    if (t == 0)
+      for (i = 0; i < ny; i++) y[i] = NAN;
+    return;
+  }
+#endif
+  (void)in, (void)g, (void)Cg, (void)Mg;
+  split_range(p->OH * p->OW, n, t, 32, &b, &e);
+  conv_gemm_cols(p, x, w, bias, y, scratch, b, e);
+}
+
+void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
+               const float *bias, float *y, float *scratch) {
+  mg_conv2d_part(p, x, w, bias, y, scratch, 0, 1);
 }
 
 /* --------------------------------------------------------- conv transpose */

@@ -63,7 +63,7 @@ uint16_t mg_rt_f32_to_bf16(float f);
  * conformance runner links many). Shapes are static. Functions return 0 on
  * success and a nonzero MG_RT_E* code otherwise. */
 enum { MG_RT_OK = 0, MG_RT_EIO = 1, MG_RT_EFORMAT = 2, MG_RT_ENOMEM = 3, MG_RT_EARG = 4,
-       MG_RT_EUNSUPPORTED = 5, MG_RT_EDEVICE = 6 };
+       MG_RT_EUNSUPPORTED = 5, MG_RT_EDEVICE = 6, MG_RT_ELAYOUT = 7 };
 typedef struct {
   const char *name;        /* as in the ONNX graph */
   mg_rt_dtype dtype;
@@ -93,6 +93,8 @@ typedef struct {
    * known at run time (StringNormalizer dropping stopwords), which holds
    * at most outputs[output].bytes and is dense in the shape reported here. */
   const int64_t *(*output_dims)(void *instance, int output);
+  /* Runs the model on n threads from now on (NULL: one thread only). */
+  int (*set_threads)(void *instance, int n);
 } mg_rt_model;
 
 /* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit
@@ -141,6 +143,39 @@ typedef void (*mg_sgemm_row_fn)(const void *ctx, int k, int j0, int n, float *ou
 void mg_sgemm_rows(int M, int N, int K, const float *A, int lda, mg_sgemm_row_fn row,
                    const void *ctx, float *C, int ldc, float *scratch);
 size_t mg_sgemm_rows_scratch(int M, int N, int K);
+
+/* Prepared weights. A matrix A that is the same on every call (a convolution's or a
+ * Winograd layer's weights) is packed once, at conversion, into the panel order
+ * the micro-kernel reads, so no call repacks it. Layout version MG_RT_PACK_VERSION:
+ * K is split into blocks of kcb = ceil(K / ceil(K / MG_RT_PACK_KC)) columns; block
+ * after block, the rows go in panels of mr (zero rows past M), each panel kc
+ * groups of the mr values of one column. mr is recorded with the weights (it is
+ * the conversion's choice, normally the MR of the machine it ran on); a runtime
+ * whose micro-kernel has another MR still computes the same product, repacking
+ * each block from this layout. A change to this layout must change
+ * MG_RT_PACK_VERSION: generated code checks it at init (MG_RT_ELAYOUT). */
+#ifndef MG_RT_PACK_VERSION /* defined otherwise only to test the init check */
+#define MG_RT_PACK_VERSION 1
+#endif
+#define MG_RT_PACK_KC 256
+/* The compiled micro-kernel's MR (see mg_runtime_path), and MG_RT_PACK_VERSION as
+ * compiled into the runtime. */
+int mg_sgemm_mr(void);
+int mg_sgemm_pack_version(void);
+/* Floats of a prepared M x K matrix with panels of mr rows. */
+size_t mg_sgemm_packed_floats(int M, int K, int mr);
+/* Writes the prepared layout of A (M x K row-major, lda >= K) with mr-row panels to
+ * dst (mg_sgemm_packed_floats(M, K, mr) floats). */
+void mg_sgemm_pack(int M, int K, const float *A, int lda, int mr, float *dst);
+/* Where element (i, k) of a prepared M x K matrix with mr-row panels lies, in floats. */
+size_t mg_sgemm_packed_index(int M, int K, int mr, int i, int k);
+/* C = A * B (alpha 1, beta 0: C write-only), A prepared by mg_sgemm_pack with pmr,
+ * B either K x N row-major (ldb >= N; row NULL) or produced row by row by
+ * row(ctx, ...) as in mg_sgemm_rows (then B is unused). C is M x N, ldc >= N.
+ * scratch holds mg_sgemm_packed_scratch(M, N, K) floats. */
+void mg_sgemm_packed(int M, int N, int K, const float *PA, int pmr, const float *B, int ldb,
+                     mg_sgemm_row_fn row, const void *ctx, float *C, int ldc, float *scratch);
+size_t mg_sgemm_packed_scratch(int M, int N, int K);
 
 /* ---------------------------------------------------------- activations */
 
@@ -201,6 +236,9 @@ typedef struct {
   int OH, OW;              /* output */
   mg_act act;              /* fused activation, applied after the bias */
   float act_a, act_b;      /* its parameters (see mg_act) */
+  int prepared;            /* how w is laid out: 0 as ONNX has it, else the
+                              mg_conv_prep its weights were prepared for */
+  int prepared_mr;         /* the panel height they were prepared with */
 } mg_conv2d_params;
 
 /* Output size of one spatial axis: floor((in + pad_begin + pad_end
@@ -233,6 +271,31 @@ size_t mg_conv2d_scratch(const mg_conv2d_params *p);
 void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
                const float *bias, float *y, float *scratch);
 
+/* Part t of n (0 <= t < n) of mg_conv2d(p, ...): a contiguous share of its output
+ * channels (depthwise), tile rows (Winograd) or output positions (the SGEMM
+ * paths); the n parts together write y once, each with its own scratch of
+ * mg_conv2d_scratch(p) floats, and y holds exactly what mg_conv2d gives, bit for
+ * bit, for any n. mg_conv2d_mt (mg_rt_pool.h) runs the parts on a pool. */
+void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
+                    const float *bias, float *y, float *scratch, int t, int n);
+
+/* Prepared weights (see MG_RT_PACK_VERSION), made at conversion. A layer's
+ * preparation (mg_conv2d_prep_kind, asked with p->prepared == 0):
+ *   MG_CONV_PREP_NONE      w as it is: depthwise, or too few output positions for
+ *                          a packed product to pay;
+ *   MG_CONV_PREP_WINOGRAD  per group, the 16 planes of transformed kernels
+ *                          G g G^T (Winograd F(2x2, 3x3)), each an Mg x Cg matrix
+ *                          in the prepared layout. Transforming once lets layers
+ *                          with few tiles (resnet's 7x7 stage) take Winograd too;
+ *   MG_CONV_PREP_GEMM      per group, the Mg x (Cg*kh*kw) weight matrix in it.
+ * With p->prepared and p->prepared_mr set, mg_conv2d_prepared_floats(p) is the
+ * size of the prepared weights, mg_conv2d_prepare(p, w, out) writes them from the
+ * ONNX weights w, and mg_conv2d reads w in that layout. */
+typedef enum { MG_CONV_PREP_NONE = 0, MG_CONV_PREP_GEMM = 1, MG_CONV_PREP_WINOGRAD = 2 } mg_conv_prep;
+mg_conv_prep mg_conv2d_prep_kind(const mg_conv2d_params *p);
+size_t mg_conv2d_prepared_floats(const mg_conv2d_params *p);
+void mg_conv2d_prepare(const mg_conv2d_params *p, const float *w, float *out);
+
 #ifdef __cplusplus
 }
 #endif
@@ -246,5 +309,6 @@ void mg_conv2d(const mg_conv2d_params *p, const float *x, const float *w,
 #include "mg_rt_rnn.h"
 #include "mg_rt_strings.h"
 #include "mg_rt_dynamic.h"
+#include "mg_rt_pool.h"
 
 #endif /* MG_RUNTIME_H */

@@ -38,7 +38,16 @@
  * KC*NC (the packed B block) in L3. The cache blocks may be overridden at compile
  * time (tests use small ones to exercise block edges); they are rounded to
  * multiples of MR and NR. */
-#if defined(MG_SGEMM_AVX2)
+#if defined(MG_SGEMM_AVX2) && defined(__AVX512F__)
+/* AVX-512 (-march=native on Xeon since Skylake-SP, Zen 4): the same 6-row tile,
+ * twice as wide in zmm registers (12 accumulators of the 32), so the packed
+ * weights (MR-row panels) are the same as AVX2's; edge panels take the 6x16 and
+ * 6x8 tiles. */
+#define MG_SGEMM_AVX512 1
+#define MR 6
+#define NR 32
+#define PATH_NAME "avx512 6x32"
+#elif defined(MG_SGEMM_AVX2)
 #define MR 6
 #define NR 16
 #define PATH_NAME "avx2-fma 6x16"
@@ -201,10 +210,9 @@ static void pack_b(int kc, int nc, const float *B, int ldb, int transB, int k0, 
     /* full panels: 8x8 blocks transposed in registers, so each of the nr rows is
      * read 32 bytes at a time instead of 4 */
     if (nr == NR)
-      for (; p + 8 <= kc; p += 8) {
-        transpose8x8(col + p, ldb, dst + (size_t)p * NR, NR);
-        transpose8x8(col + (size_t)8 * ldb + p, ldb, dst + (size_t)p * NR + 8, NR);
-      }
+      for (; p + 8 <= kc; p += 8)
+        for (j = 0; j < NR; j += 8)
+          transpose8x8(col + (size_t)j * ldb + p, ldb, dst + (size_t)p * NR + j, NR);
 #endif
     for (; p < kc; p++) {
       float *d = dst + (size_t)p * NR;
@@ -289,8 +297,8 @@ static void store_tile(const float *ab, int mr, int nr, float alpha, float beta,
  * 12 ymm accumulators; C(i, j) is c[i*rsc + j*csc]. Full tiles of a row-major C
  * store straight to it; edge tiles and transposed C go through a stack tile so
  * nothing past the edge is touched. */
-static void kernel(int kc, const float *a, const float *b, float *c, int rsc, int csc,
-                   int mr, int nr, float alpha, float beta) {
+static void kernel16(int kc, const float *a, const float *b, float *c, int rsc, int csc,
+                     int mr, int nr, float alpha, float beta) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
          c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   int p = 0;
@@ -300,7 +308,7 @@ static void kernel(int kc, const float *a, const float *b, float *c, int rsc, in
     STEP(); STEP(); STEP(); STEP();
   }
   for (; p < kc; p++) STEP();
-  if (mr == MR && nr == NR && csc == 1) {
+  if (mr == MR && nr == 16 && csc == 1) {
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3); STORE_ROW(4); STORE_ROW(5);
   } else {
@@ -313,6 +321,113 @@ static void kernel(int kc, const float *a, const float *b, float *c, int rsc, in
 #undef STEP
 #undef STORE_ROW
 #undef SPILL_ROW
+
+/* The 6x8 tile: the same contract as kernel16 for an edge panel of nr <= 8
+ * columns (b keeps the NR-float row stride of a packed panel; the rest of each
+ * row is never read). Half the FMAs of the 6x16 tile for the same useful columns:
+ * a 49-wide C (resnet's last stage) costs 56 columns instead of 64. */
+static void kernel8(int kc, const float *a, const float *b, float *c, int rsc, int csc,
+                    int mr, int nr, float alpha, float beta) {
+  __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  float ab[MR * NR];
+  int p, i;
+  for (p = 0; p < kc; p++) {
+    const __m256 b0 = _mm256_load_ps(b);
+    c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 0), b0, c0);
+    c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 1), b0, c1);
+    c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2), b0, c2);
+    c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3), b0, c3);
+    c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 4), b0, c4);
+    c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 5), b0, c5);
+    a += MR;
+    b += NR;
+  }
+  _mm256_storeu_ps(ab + 0 * NR, c0);
+  _mm256_storeu_ps(ab + 1 * NR, c1);
+  _mm256_storeu_ps(ab + 2 * NR, c2);
+  _mm256_storeu_ps(ab + 3 * NR, c3);
+  _mm256_storeu_ps(ab + 4 * NR, c4);
+  _mm256_storeu_ps(ab + 5 * NR, c5);
+  for (i = 0; i < MR; i++) _mm256_storeu_ps(ab + i * NR + 8, _mm256_setzero_ps());
+  store_tile(ab, mr, nr, alpha, beta, c, rsc, csc);
+}
+
+#if defined(MG_SGEMM_AVX512)
+/* One k step of the 6x32 tile: two zmm B vectors, six broadcasts, twelve FMAs. */
+#define ROW(i)                                                          \
+  do {                                                                  \
+    const __m512 ai = _mm512_set1_ps(a[i]);                             \
+    c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                         \
+    c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                         \
+  } while (0)
+#define STEP()                                                          \
+  do {                                                                  \
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);   \
+    ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5);                     \
+    a += MR;                                                            \
+    b += NR;                                                            \
+  } while (0)
+#define STORE_ROW(i)                                                    \
+  do {                                                                  \
+    float *ci = c + (size_t)(i) * rsc;                                  \
+    __m512 v0 = _mm512_mul_ps(va, c##i##0), v1 = _mm512_mul_ps(va, c##i##1); \
+    if (beta != 0.0f) {                                                 \
+      v0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci), v0);                \
+      v1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(ci + 16), v1);           \
+    }                                                                   \
+    _mm512_storeu_ps(ci, v0);                                           \
+    _mm512_storeu_ps(ci + 16, v1);                                      \
+  } while (0)
+#define SPILL_ROW(i)                                                    \
+  do {                                                                  \
+    _mm512_storeu_ps(ab + (i) * NR, c##i##0);                           \
+    _mm512_storeu_ps(ab + (i) * NR + 16, c##i##1);                      \
+  } while (0)
+
+/* kernel16's contract for the full 6x32 tile (b 64-byte aligned). */
+static void kernel32(int kc, const float *a, const float *b, float *c, int rsc, int csc,
+                     int mr, int nr, float alpha, float beta) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
+         c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  int p = 0;
+  for (; p + 4 <= kc; p += 4) {
+    _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
+    STEP(); STEP(); STEP(); STEP();
+  }
+  for (; p < kc; p++) STEP();
+  if (mr == MR && nr == NR && csc == 1) {
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3); STORE_ROW(4); STORE_ROW(5);
+  } else {
+    float ab[MR * NR];
+    SPILL_ROW(0); SPILL_ROW(1); SPILL_ROW(2); SPILL_ROW(3); SPILL_ROW(4); SPILL_ROW(5);
+    store_tile(ab, mr, nr, alpha, beta, c, rsc, csc);
+  }
+}
+#undef ROW
+#undef STEP
+#undef STORE_ROW
+#undef SPILL_ROW
+#endif
+
+/* The tiles by panel width: the narrowest whose width covers nr. */
+static void kernel(int kc, const float *a, const float *b, float *c, int rsc, int csc, int mr,
+                   int nr, float alpha, float beta) {
+  if (nr <= 8)
+    kernel8(kc, a, b, c, rsc, csc, mr, nr, alpha, beta);
+#if defined(MG_SGEMM_AVX512)
+  else if (nr > 16)
+    kernel32(kc, a, b, c, rsc, csc, mr, nr, alpha, beta);
+#endif
+  else
+    kernel16(kc, a, b, c, rsc, csc, mr, nr, alpha, beta);
+}
+/* Widths of the tiles, widest first, for tile_cols. */
+#if defined(MG_SGEMM_AVX512)
+#define TILE_WIDTHS {32, 16, 8}
+#else
+#define TILE_WIDTHS {16, 8}
+#endif
 
 #elif defined(MG_SGEMM_SSE)
 
@@ -481,6 +596,22 @@ static void kernel(int kc, const float *restrict a, const float *restrict b, flo
 #endif /* __clang__ */
 
 #endif
+
+#if !defined(TILE_WIDTHS)
+#define TILE_WIDTHS {NR}
+#endif
+
+/* Columns the micro-tiles compute for n useful ones: whole panels, and the
+ * narrowest tile that covers the last one's rest. */
+static int tile_cols(int n) {
+  static const int widths[] = TILE_WIDTHS;
+  const int full = n / NR * NR, rest = n - full;
+  int w = NR;
+  size_t k;
+  for (k = 0; k < sizeof widths / sizeof widths[0]; k++)
+    if (widths[k] >= rest) w = widths[k];
+  return rest > 0 ? full + w : full;
+}
 
 /* ------------------------------------------------------------------- gemv */
 
@@ -660,9 +791,110 @@ size_t mg_sgemm_rows_scratch(int M, int N, int K) {
   return M <= 0 || N <= 0 || K <= 0 ? 0 : packed_size(M, N, K);
 }
 
+/* ------------------------------------------------------- prepacked A */
+
+/* The prepared layout of an M x K matrix A (mg_runtime.h, MG_RT_PACK_VERSION 1):
+ * K split into blocks of kcb = even_block(K, MG_RT_PACK_KC, 1) columns; block by
+ * block, the rows in panels of mr, each panel kc groups of mr floats (the mr values
+ * of one column), rows past M zero. This is what pack_a writes for one block with
+ * MR = mr, so when mr is the compiled MR the micro-kernel reads it in place. */
+
+int mg_sgemm_mr(void) { return MR; }
+
+int mg_sgemm_pack_version(void) { return MG_RT_PACK_VERSION; }
+
+size_t mg_sgemm_packed_floats(int M, int K, int mr) {
+  return M <= 0 || K <= 0 || mr <= 0 ? 0 : (size_t)round_up(M, mr) * (size_t)K;
+}
+
+void mg_sgemm_pack(int M, int K, const float *A, int lda, int mr, float *dst) {
+  const int kcb = even_block(K, MG_RT_PACK_KC, 1);
+  int pc, ir, i, p;
+  if (M <= 0 || K <= 0 || mr <= 0) return;
+  for (pc = 0; pc < K; pc += kcb) {
+    const int kc = min_int(kcb, K - pc);
+    for (ir = 0; ir < M; ir += mr, dst += (size_t)mr * kc)
+      for (p = 0; p < kc; p++)
+        for (i = 0; i < mr; i++)
+          dst[(size_t)p * mr + i] = ir + i < M ? A[(size_t)(ir + i) * lda + pc + p] : 0.0f;
+  }
+}
+
+size_t mg_sgemm_packed_index(int M, int K, int mr, int i, int k) {
+  const int kcb = even_block(K, MG_RT_PACK_KC, 1), pc = k / kcb * kcb;
+  const int kc = min_int(kcb, K - pc);
+  return (size_t)pc * round_up(M, mr) + (size_t)(i / mr) * mr * kc + (size_t)(k - pc) * mr + i % mr;
+}
+
+/* pack_a's layout (MR-row panels) of rows i0 .. i0+mc-1 of the K block that starts
+ * at column pc (kc wide) of a prepared A whose panels are pmr rows (pmr != MR: the
+ * blob was prepared for another micro-kernel). blk is that block's start in PA. */
+static void pack_a_from_packed(int mc, int kc, const float *blk, int pmr, int i0, float *dst) {
+  int ir, i, p;
+  for (ir = 0; ir < mc; ir += MR) {
+    const int mr = min_int(MR, mc - ir);
+    for (p = 0; p < kc; p++)
+      for (i = 0; i < MR; i++) {
+        const int row = i0 + ir + i;
+        dst[p * MR + i] = i < mr ? blk[(size_t)(row / pmr) * pmr * kc + (size_t)p * pmr + row % pmr]
+                                 : 0.0f;
+      }
+    dst += (size_t)MR * kc;
+  }
+}
+
+size_t mg_sgemm_packed_scratch(int M, int N, int K) {
+  size_t kc, mc, nc;
+  if (M <= 0 || N <= 0 || K <= 0) return 0;
+  kc = (size_t)min_int(MG_RT_PACK_KC, K);
+  mc = (size_t)min_int(MC_MAX, round_up(M, MR));
+  nc = (size_t)min_int(NC_MAX, round_up(N, NR));
+  return ALIGN_SLACK + mc * kc + ALIGN_SLACK + kc * nc;
+}
+
+void mg_sgemm_packed(int M, int N, int K, const float *PA, int pmr, const float *B, int ldb,
+                     mg_sgemm_row_fn row, const void *ctx, float *C, int ldc, float *scratch) {
+  const int kcb = even_block(K, MG_RT_PACK_KC, 1);
+  const int mcb = even_block(M, MC_MAX, MR);
+  const int ncb = even_block(N, NC_MAX, NR);
+  const size_t Mp = (size_t)round_up(M, pmr);
+  float *pa = align64(scratch);
+  float *pb = align64(pa + (size_t)mcb * kcb);
+  int jc, pc, ic, jr, ir;
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  for (jc = 0; jc < N; jc += ncb) {
+    const int nc = min_int(ncb, N - jc);
+    for (pc = 0; pc < K; pc += kcb) {
+      const int kc = min_int(kcb, K - pc);
+      const float beta_k = pc == 0 ? 0.0f : 1.0f;
+      const float *blk = PA + (size_t)pc * Mp;
+      if (row)
+        pack_b_rows(kc, nc, row, ctx, pc, jc, pb);
+      else
+        pack_b(kc, nc, B, ldb, 0, pc, jc, pb);
+      for (ic = 0; ic < M; ic += mcb) {
+        const int mc = min_int(mcb, M - ic);
+        const float *ap = blk + (size_t)ic * kc; /* the panels of rows ic.. (pmr == MR) */
+        if (pmr != MR) {
+          pack_a_from_packed(mc, kc, blk, pmr, ic, pa);
+          ap = pa;
+        }
+        for (jr = 0; jr < nc; jr += NR) {
+          const int nr = min_int(NR, nc - jr);
+          const float *bp = pb + (size_t)jr * kc;
+          float *cj = C + (size_t)(jc + jr);
+          for (ir = 0; ir < mc; ir += MR)
+            kernel(kc, ap + (size_t)ir * kc, bp, cj + (size_t)(ic + ir) * ldc, ldc, 1,
+                   min_int(MR, mc - ir), nr, 1.0f, beta_k);
+        }
+      }
+    }
+  }
+}
+
 /* Useful fraction of the micro-tiles covering an m x n product. */
 static double tile_use(int m, int n) {
-  return (double)m / round_up(m, MR) * ((double)n / round_up(n, NR));
+  return (double)m / round_up(m, MR) * ((double)n / tile_cols(n));
 }
 
 void mg_sgemm(int M, int N, int K, float alpha, const float *A, int lda, int transA,

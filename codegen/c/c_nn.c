@@ -60,20 +60,21 @@ static int check_out_shape(cg_ctx *c, const mg_node *n, const mg_value *y, int64
 
 /* ------------------------------------------------------------------ Conv */
 
-int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
+/* The mg_conv2d_params of a 2-D (or 1-D) float32 Conv, activation and preparation
+ * left unset, from its shapes and attributes; the geometry decisions and checks of
+ * cg_emit_Conv. Returns 0; 1 for a Conv of 3+ spatial dims (c_nn3d.c's); -1 after
+ * cg_unsupported. */
+static int conv_params(cg_ctx *c, const mg_node *n, mg_conv2d_params *kp) {
   const mg_value *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
   const mg_value *y = n->out[0];
   int64_t xd[MG_MAX_RANK], wd[MG_MAX_RANK], G = mg_attr_int(n, "group", 1);
   int xr, wr;
   win2d g;
-  cg_act act;
-  char fa[40], fb[40];
-  const char *prm;
   if (!nn_is_f32(x) || !nn_is_f32(w) || !nn_is_f32(y) || (b && !nn_is_f32(b)))
     return cg_unsupported(c, n, "dtype %s (float32 only)", mg_dtype_name(x->dtype));
   xr = cg_dims(x, xd);
   wr = cg_dims(w, wd);
-  if (xr >= 5) return nd_emit_conv(c, n); /* 3+ spatial dims: c_nn3d.c */
+  if (xr >= 5) return 1;
   if (xr < 3 || xr > 4 || wr != xr) return cg_unsupported(c, n, "X and W must both be 3-D or 4-D");
   if (G < 1 || xd[1] % G || wd[1] * G != xd[1] || wd[0] % G)
     return cg_unsupported(c, n, "channels do not match group %lld", (long long)G);
@@ -83,29 +84,57 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
   if (check_out_shape(c, n, y, xd[0], wd[0], &g)) return -1;
   if (!nn_fits_int(cg_numel(x)) || !nn_fits_int(cg_numel(w)))
     return cg_unsupported(c, n, "tensor too large");
+  memset(kp, 0, sizeof *kp);
+  kp->N = (int)xd[0], kp->C = (int)xd[1], kp->H = (int)g.in[0], kp->W = (int)g.in[1];
+  kp->M = (int)wd[0], kp->kh = (int)g.k[0], kp->kw = (int)g.k[1], kp->group = (int)G;
+  kp->stride_h = (int)g.s[0], kp->stride_w = (int)g.s[1], kp->dil_h = (int)g.d[0], kp->dil_w = (int)g.d[1];
+  kp->pad_t = (int)g.pb[0], kp->pad_l = (int)g.pb[1], kp->pad_b = (int)g.pe[0], kp->pad_r = (int)g.pe[1];
+  kp->OH = (int)g.out[0], kp->OW = (int)g.out[1];
+  kp->act = MG_ACT_NONE;
+  return 0;
+}
+
+int cg_conv_geometry(cg_ctx *c, const mg_node *n, mg_conv2d_params *p) {
+  return n->op == MG_OP_Conv && n->n_in >= 2 && n->in[0] && n->in[1] && n->out[0] ? conv_params(c, n, p) : -1;
+}
+
+int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
+  const mg_value *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
+  const mg_value *y = n->out[0];
+  mg_conv2d_params kp;
+  cg_act act;
+  char fa[40], fb[40];
+  const char *prm, *wp;
+  int rc = conv_params(c, n, &kp), kind = 0, mr = 0;
+  if (rc < 0) return -1;
+  if (rc > 0) return nd_emit_conv(c, n); /* 3+ spatial dims: c_nn3d.c */
   cg_fused_act(c, n, &act);
+  /* weights prepared at conversion (cg_prepare.c), or as the graph has them */
+  wp = cg_prepared(c, n, &kind, &mr);
+  kp.prepared = kind, kp.prepared_mr = mr;
   prm = cg_static(c, "mg_conv2d_params",
-                  "{%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-                  "%lld, %lld, %lld, %lld, %lld, %lld, %s, %s, %s}",
-                  (long long)xd[0], (long long)xd[1], (long long)g.in[0], (long long)g.in[1],
-                  (long long)wd[0], (long long)g.k[0], (long long)g.k[1], (long long)G,
-                  (long long)g.s[0], (long long)g.s[1], (long long)g.d[0], (long long)g.d[1],
-                  (long long)g.pb[0], (long long)g.pb[1], (long long)g.pe[0], (long long)g.pe[1],
-                  (long long)g.out[0], (long long)g.out[1], act.act, nn_flit(fa, act.a),
-                  nn_flit(fb, act.b));
+                  "{%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %s, %s, %s, "
+                  "%d, %d}",
+                  kp.N, kp.C, kp.H, kp.W, kp.M, kp.kh, kp.kw, kp.group, kp.stride_h, kp.stride_w,
+                  kp.dil_h, kp.dil_w, kp.pad_t, kp.pad_l, kp.pad_b, kp.pad_r, kp.OH, kp.OW, act.act,
+                  nn_flit(fa, act.a), nn_flit(fb, act.b), kind, mr);
   nn_need(c, "conv.c");
   {
     /* the strategy mg_conv2d will take: its kernels are compiled only if selected */
-    const mg_conv2d_params kp = {
-        (int)xd[0], (int)xd[1], (int)g.in[0], (int)g.in[1], (int)wd[0], (int)g.k[0], (int)g.k[1],
-        (int)G, (int)g.s[0], (int)g.s[1], (int)g.d[0], (int)g.d[1], (int)g.pb[0], (int)g.pb[1],
-        (int)g.pe[0], (int)g.pe[1], (int)g.out[0], (int)g.out[1], MG_ACT_NONE, 0.0f, 0.0f};
     const mg_conv_kernel k = mg_conv2d_kernel(&kp);
     if (k == MG_CONV_WINOGRAD) cg_select(c, "MG_RT_USE_CONV_WINOGRAD");
     if (k == MG_CONV_DEPTHWISE) cg_select(c, "MG_RT_USE_CONV_DEPTHWISE");
   }
-  cg_line(c, "mg_conv2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), cg_in(c, w),
-          b ? cg_in(c, b) : "NULL", cg_out(c, y), cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
+  if (cg_threads(c) > 1) {
+    /* its output split among the pool's threads, each with its own scratch */
+    nn_need(c, "pool.c");
+    cg_line(c, "mg_conv2d_mt(m->pool, &%s, %s, %s, %s, %s, %s, scratch_floats());", prm, cg_in(c, x),
+            wp ? wp : cg_in(c, w), b ? cg_in(c, b) : "NULL", cg_out(c, y),
+            cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
+  } else {
+    cg_line(c, "mg_conv2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), wp ? wp : cg_in(c, w),
+            b ? cg_in(c, b) : "NULL", cg_out(c, y), cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
+  }
   return 0;
 }
 

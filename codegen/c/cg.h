@@ -108,6 +108,21 @@ typedef struct {
 } cg_act;
 void cg_fused_act(cg_ctx *c, const mg_node *n, cg_act *out);
 
+/* The most threads the generated code runs on (--threads N; 1 by default). An
+ * emitter whose kernel has a threaded form (mg_conv2d_mt) calls it when this is
+ * above 1, with m->pool and each thread's scratch scratch_floats() apart. */
+int cg_threads(const cg_ctx *c);
+
+/* Weights prepared at conversion (cg_prepare.c): for node n (a Conv), the C
+ * pointer expression of its prepared weights, with *kind the mg_conv_prep and *mr
+ * the panel height they were made for; NULL (and 0, 0) when n reads its weights
+ * as the graph has them. */
+const char *cg_prepared(cg_ctx *c, const mg_node *n, int *kind, int *mr);
+/* The mg_conv2d_params of Conv n (activation and preparation unset), computed
+ * as cg_emit_Conv does: 0; 1 for 3+ spatial dims; -1 when it is not supported
+ * (after cg_unsupported, which records nothing while the driver probes). */
+int cg_conv_geometry(cg_ctx *c, const mg_node *n, mg_conv2d_params *p);
+
 /* Records an UNSUPPORTED diagnostic naming the node and op, with the reason
  * (printf format: "dtype int8", "attribute mode='cubic'"), and returns -1. */
 int cg_unsupported(cg_ctx *c, const mg_node *n, const char *fmt, ...)

@@ -31,6 +31,14 @@ typedef struct {
 } cg_place;
 
 
+/* One node's weights as prepared at conversion (cg_prepare.c). */
+typedef struct {
+  float *data;     /* mg_malloc'd; NULL: the node has none */
+  size_t nbytes;
+  size_t offset;   /* in the weights payload, set by cg_plan */
+  int kind, mr;    /* mg_conv_prep, panel height */
+} cg_prep;
+
 struct cg_ctx {
   mg_model *m;
   mg_graph *g;
@@ -69,6 +77,9 @@ struct cg_ctx {
   unsigned char *vexact;  /* by value id: a bit per element whose bound is its value */
   int n_rd;
   int uses_string_pool;   /* an emitter called cg_string_pool */
+  cg_prep *prep;          /* by node id: weights prepared at conversion */
+  int n_prep;             /* nodes that have them */
+  int probing;            /* cg_unsupported records nothing (cg_prepare asks emitters' checks) */
   const mg_node *cur;     /* node being emitted */
   int cur_failed;
 };
@@ -77,6 +88,11 @@ struct cg_ctx {
  * buffers, arena_bytes, lower_bound, weights_bytes). */
 int cg_fuse(cg_ctx *c, cg_report *r);
 int cg_plan(cg_ctx *c, cg_report *r);
+/* Prepares, before the plan, the weights of the layers whose kernels read them in
+ * a layout of their own (Conv: runtime mg_conv2d_prepare), so no call repacks
+ * them; the plan then places the prepared bytes instead of the graph's. 0, or -1
+ * on OOM. */
+int cg_prepare_weights(cg_ctx *c);
 /* The plan's invariants: buffers live at the same step never share a byte, all
  * fit the arena, offsets are aligned, and the arena is not under the lower bound.
  * Records an internal-error diagnostic and returns -1 when one breaks. */

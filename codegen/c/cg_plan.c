@@ -171,8 +171,11 @@ int cg_plan(cg_ctx *c, cg_report *r) {
   for (int i = 0; i < g->n_nodes; i++) {
     const mg_node *n = g->nodes[i];
     int s = step_of(c, n);
-    for (int k = 0; k < n->n_in; k++)
+    for (int k = 0; k < n->n_in; k++) {
+      /* a weight the node reads prepared (cg_prepare.c) is not read as it is */
+      if (k == 1 && c->prep && c->prep[i].data) continue;
       if (n->in[k] && n->in[k]->id >= 0 && n->in[k]->id < nv && last[n->in[k]->id] < s) last[n->in[k]->id] = s;
+    }
   }
   /* weights: every constant a node reads, and constant graph outputs */
   size_t woff = 0;
@@ -188,6 +191,12 @@ int cg_plan(cg_ctx *c, cg_report *r) {
       woff += round_up(x->nbytes ? x->nbytes : 1);
     }
   }
+  /* then the prepared weights, in node order (cg_project.c writes them so) */
+  for (int i = 0; c->prep && i < g->n_nodes; i++)
+    if (c->prep[i].data) {
+      c->prep[i].offset = woff;
+      woff += round_up(c->prep[i].nbytes);
+    }
   c->weights_bytes = woff;
   for (int i = 0; i < g->n_inputs; i++) {
     c->place[g->inputs[i]->id].at = CG_AT_INPUT;

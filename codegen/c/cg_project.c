@@ -15,7 +15,9 @@
 #define MIGC_SOURCE_DIR "."
 #endif
 
-/* Payload offset in the weights file; the header is magic, payload bytes, hash. */
+/* Payload offset in the weights file; the header is magic, payload bytes, hash,
+ * and the version of the prepared-weights layout (MG_RT_PACK_VERSION, 0 when no
+ * weights are prepared). */
 #define WEIGHTS_HEADER 64
 
 const char *cg_source_dir(void) {
@@ -160,8 +162,17 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  void *owned_workspace, *owned_weights; /* freed by %s_free */\n"
                 "  mg_rt_string_pool strings;     /* %s_STRING_POOL_BYTES, after the scratch */\n"
                 "  int64_t out_dims[%d];           /* every output's dims after the last run */\n"
+                "  mg_pool *pool;                 /* %s_set_threads' threads (NULL: one) */\n"
                 "} %s_t;\n\n",
-                P, p, P, n_out_dims ? n_out_dims : 1, p);
+                P, p, P, n_out_dims ? n_out_dims : 1, p, p);
+  cg_buf_printf(&h,
+                "/* The most threads %s_set_threads takes (migc convert --threads N), and how\n"
+                " * many %s_init starts. */\n#define %s_MAX_THREADS %d\n"
+                "/* Runs the model on n threads from now on (1 <= n <= %s_MAX_THREADS); the\n"
+                " * results are the same bits for every n. Starts or stops threads: not during a\n"
+                " * run. 0, MG_RT_EARG (n out of range) or MG_RT_ENOMEM. */\n"
+                "int %s_set_threads(%s_t *m, int n);\n",
+                p, p, P, cg_threads(c), P, p, p);
   cg_buf_printf(&h, "/* Bytes of workspace %s_init_with() needs (any alignment). */\nsize_t %s_workspace_size(void);\n", p, p);
   cg_buf_printf(&h, "/* Loads weights from weights_path (the %s.weights file written with this source)\n"
                     " * and allocates the workspace. */\nint %s_init(%s_t *m, const char *weights_path);\n", p, p, p);
@@ -211,8 +222,9 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf_printf(&b, "  (void)need;\n  return most;\n}\n\n");
   cg_buf_printf(&b,
                 "size_t %s_workspace_size(void) {\n"
-                "  return %s_ARENA_BYTES + scratch_floats() * sizeof(float) + %s_STRING_POOL_BYTES + 128;\n}\n\n",
-                p, P, P);
+                "  return %s_ARENA_BYTES + scratch_floats() * %s_MAX_THREADS * sizeof(float) +\n"
+                "         %s_STRING_POOL_BYTES + 128;\n}\n\n",
+                p, P, P, P);
   cg_buf_printf(&b, "static const int64_t %s_out_dims_init[%d] = {", p, n_out_dims ? n_out_dims : 1);
   for (int j = 0, k = 0; j < g->n_outputs; j++)
     for (int r = 0; r < g->outputs[j]->shape.rank; r++)
@@ -226,11 +238,11 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  unsigned char *base = (unsigned char *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);\n"
                 "  m->arena = base;\n"
                 "  m->scratch = (float *)(base + %s_ARENA_BYTES);\n"
-                "  m->strings.base = (char *)(base + %s_ARENA_BYTES + scratch_floats() * sizeof(float));\n"
+                "  m->strings.base = (char *)(base + %s_ARENA_BYTES + scratch_floats() * %s_MAX_THREADS * sizeof(float));\n"
                 "  m->strings.cap = %s_STRING_POOL_BYTES;\n"
                 "  m->strings.used = 0;\n"
                 "  memcpy(m->out_dims, %s_out_dims_init, sizeof m->out_dims);\n}\n\n",
-                p, P, P, P, p);
+                p, P, P, P, P, p);
   cg_buf_printf(&b,
                 "const int64_t *%s_output_dims(const %s_t *m, int output) {\n"
                 "  if (!m || output < 0 || output >= %s_N_OUTPUTS) return 0;\n"
@@ -245,7 +257,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  if (!path) return MG_RT_EARG;\n"
                 "  f = fopen(path, \"rb\");\n  if (!f) return MG_RT_EIO;\n"
                 "  if (fread(head, 1, sizeof head, f) != sizeof head || memcmp(head, \"MIGCWTS1\", 8) ||\n"
-                "      read_le64(head + 8) != (uint64_t)%s_WEIGHTS_BYTES || read_le64(head + 16) != 0x%016llxull) {\n"
+                "      read_le64(head + 8) != (uint64_t)%s_WEIGHTS_BYTES || read_le64(head + 16) != 0x%016llxull ||\n"
+                "      read_le64(head + 24) != %du) {\n"
                 "    fclose(f);\n    return MG_RT_EFORMAT;\n  }\n"
                 "  m->owned_weights = malloc((size_t)%s_WEIGHTS_BYTES + 64);\n"
                 "  if (!m->owned_weights) { fclose(f); return MG_RT_ENOMEM; }\n"
@@ -256,16 +269,41 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  if (mg_rt_hash(data, %s_WEIGHTS_BYTES) != 0x%016llxull) {\n"
                 "    free(m->owned_weights);\n    m->owned_weights = 0;\n    return MG_RT_EFORMAT;\n  }\n"
                 "  m->weights = data;\n  return MG_RT_OK;\n}\n\n",
-                p, WEIGHTS_HEADER, P, P, (unsigned long long)hash, P, P, P, P, (unsigned long long)hash);
+                p, WEIGHTS_HEADER, P, P, (unsigned long long)hash, c->n_prep ? MG_RT_PACK_VERSION : 0, P, P,
+                P, P, (unsigned long long)hash);
+  /* prepared weights are read by the runtime's kernels in layout
+   * MG_RT_PACK_VERSION as of this conversion: a runtime of another version would
+   * read them as something else */
+  cg_buf_printf(&b,
+                "/* Whether the runtime reads prepared weights in the layout they were made in. */\n"
+                "static int layout_ok(void) { return %s; }\n\n",
+                c->n_prep ? str(c, "mg_sgemm_pack_version() == %d", MG_RT_PACK_VERSION) : "1");
   cg_buf_printf(&b,
                 "int %s_init_with(%s_t *m, const char *weights_path, void *workspace, size_t bytes) {\n"
                 "  int rc;\n"
                 "  if (!m || !workspace || bytes < %s_workspace_size()) return MG_RT_EARG;\n"
+                "  if (!layout_ok()) return MG_RT_ELAYOUT;\n"
                 "  memset(m, 0, sizeof *m);\n"
                 "  place_workspace(m, workspace);\n"
                 "  rc = load_weights(m, weights_path);\n"
+                "  if (!rc && %s_MAX_THREADS > 1) rc = %s_set_threads(m, %s_MAX_THREADS);\n"
                 "  return rc;\n}\n\n",
-                p, p, p);
+                p, p, p, P, p, P);
+  if (cg_threads(c) > 1)
+    cg_buf_printf(&b,
+                  "int %s_set_threads(%s_t *m, int n) {\n"
+                  "  if (!m || n < 1 || n > %s_MAX_THREADS) return MG_RT_EARG;\n"
+                  "  if (mg_pool_threads(m->pool) == n) return MG_RT_OK;\n"
+                  "  mg_pool_stop(m->pool);\n"
+                  "  m->pool = 0;\n"
+                  "  if (n > 1 && !(m->pool = mg_pool_start(n))) return MG_RT_ENOMEM;\n"
+                  "  return MG_RT_OK;\n}\n\n",
+                  p, p, P);
+  else
+    cg_buf_printf(&b,
+                  "int %s_set_threads(%s_t *m, int n) {\n"
+                  "  return m && n == 1 ? MG_RT_OK : MG_RT_EARG;\n}\n\n",
+                  p, p);
   cg_buf_printf(&b,
                 "int %s_init(%s_t *m, const char *weights_path) {\n"
                 "  int rc;\n  void *ws;\n"
@@ -282,19 +320,20 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                   "int %s_init_embedded(%s_t *m) {\n"
                   "  void *ws;\n"
                   "  if (!m) return MG_RT_EARG;\n"
+                  "  if (!layout_ok()) return MG_RT_ELAYOUT;\n"
                   "  ws = malloc(%s_workspace_size());\n"
                   "  if (!ws) return MG_RT_ENOMEM;\n"
                   "  memset(m, 0, sizeof *m);\n"
                   "  place_workspace(m, ws);\n"
                   "  m->owned_workspace = ws;\n"
                   "  m->weights = (const unsigned char *)%s_weights_words;\n"
-                  "  return MG_RT_OK;\n}\n\n",
-                  p, p, p, p, p);
+                  "  return %s_MAX_THREADS > 1 ? %s_set_threads(m, %s_MAX_THREADS) : MG_RT_OK;\n}\n\n",
+                  p, p, p, p, p, P, p, P);
   cg_buf_printf(&b,
                 "void %s_free(%s_t *m) {\n"
-                "  if (!m) return;\n  free(m->owned_workspace);\n  free(m->owned_weights);\n"
+                "  if (!m) return;\n  %s\n  free(m->owned_workspace);\n  free(m->owned_weights);\n"
                 "  memset(m, 0, sizeof *m);\n}\n\n",
-                p, p);
+                p, p, cg_threads(c) > 1 ? "mg_pool_stop(m->pool);" : "/* one thread: no pool */");
   cg_buf_printf(&b,
                 "int %s_run_trace(%s_t *m, const void *const *in, void *const *out, mg_rt_trace_fn trace,\n"
                 "                 void *tctx) {\n"
@@ -352,7 +391,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "static int desc_trace(void *m, const void *const *in, void *const *out, mg_rt_trace_fn t, void *x) {\n"
                 "  return %s_run_trace((%s_t *)m, in, out, t, x);\n}\n",
                 p, p, p, p, p, p, p, p);
-  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free,\n  desc_trace, desc_output_dims};\n",
+  cg_buf_printf(&b, "static int desc_set_threads(void *m, int n) { return %s_set_threads((%s_t *)m, n); }\n", p, p);
+  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free,\n  desc_trace, desc_output_dims, desc_set_threads};\n",
                 p, p, g->n_inputs, g->n_outputs, p, p, p);
   if (h.failed || b.failed) {
     cg_buf_free(&h);
@@ -381,6 +421,15 @@ static void for_payload(cg_ctx *c, void (*emit)(void *ctx, const unsigned char *
     pos = c->place[v].offset;
     emit(ctx, g->values[v]->data, g->values[v]->nbytes);
     pos += g->values[v]->nbytes;
+  }
+  /* the prepared weights, placed after every value (cg_plan.c) */
+  for (int i = 0; c->prep && i < g->n_nodes; i++) {
+    const cg_prep *pr = &c->prep[i];
+    if (!pr->data) continue;
+    for (; pos < pr->offset; pos += 64) emit(ctx, zeros, pr->offset - pos < 64 ? pr->offset - pos : 64);
+    pos = pr->offset;
+    emit(ctx, (const unsigned char *)pr->data, pr->nbytes);
+    pos += pr->nbytes;
   }
   for (; pos < c->weights_bytes; pos += 64) emit(ctx, zeros, c->weights_bytes - pos < 64 ? c->weights_bytes - pos : 64);
 }
@@ -432,6 +481,7 @@ static int write_weights(cg_ctx *c, const char *dir, const char *p, uint64_t has
   unsigned char head[WEIGHTS_HEADER] = "MIGCWTS1";
   put_le64(head + 8, c->weights_bytes);
   put_le64(head + 16, hash);
+  put_le64(head + 24, c->n_prep ? MG_RT_PACK_VERSION : 0);
   fwrite(head, 1, sizeof head, f);
   for_payload(c, emit_raw, f);
   return cg_file_commit(c->d, f, tmp, dir, name);
@@ -522,11 +572,11 @@ int cg_write_project(cg_ctx *c, const char *dir, const char *model_c, const char
                 "SRCS = %s.c%s models.c main.c%s\n"
                 "OBJS = $(SRCS:.c=.o)\n\n"
                 "runner: $(OBJS)\n"
-                "\t$(CC) $(OPT) $(ARCH) $(CFLAGS) $(OBJS) -o $@ $(LDFLAGS) -lm\n\n"
+                "\t$(CC) $(OPT) $(ARCH) $(CFLAGS) $(OBJS) -o $@ $(LDFLAGS) -lm%s\n\n"
                 "%%.o: %%.c %s.h $(wildcard runtime/*.h)\n"
                 "\t$(CC) $(WARN) $(OPT) $(ARCH) $(CFLAGS) -I. -Iruntime -c $< -o $@\n\n"
                 "clean:\n\trm -f runner $(OBJS)\n\n.PHONY: clean\n",
-                p, wsrc, files.s ? files.s : "", p);
+                p, wsrc, files.s ? files.s : "", cg_threads(c) > 1 ? " -pthread" : "", p);
   if (!rc && !t.failed) rc = cg_write_text(c->d, dir, "Makefile", t.s);
   cg_buf_free(&t);
   cg_buf_printf(&t,
@@ -538,8 +588,9 @@ int cg_write_project(cg_ctx *c, const char *dir, const char *model_c, const char
                 "add_executable(runner %s.c%s models.c main.c%s)\n"
                 "target_include_directories(runner PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/runtime)\n"
                 "if(MODEL_NATIVE)\n  target_compile_options(runner PRIVATE -march=native)\nendif()\n"
-                "target_link_libraries(runner PRIVATE m)\n",
-                p, p, wsrc, files.s ? files.s : "");
+                "target_link_libraries(runner PRIVATE m)\n%s",
+                p, p, wsrc, files.s ? files.s : "",
+                cg_threads(c) > 1 ? "find_package(Threads REQUIRED)\ntarget_link_libraries(runner PRIVATE Threads::Threads)\n" : "");
   if (!rc && !t.failed) rc = cg_write_text(c->d, dir, "CMakeLists.txt", t.s);
   if (t.failed || files.failed) {
     mg_error(c->d, OOM, NULL, NULL, "out of memory writing the project");

@@ -8,6 +8,7 @@
  *   cg_bound_dynamic  values of run-time length planned at their largest shape
  *   check nodes       every value planned and of a supported type
  *   cg_fuse           activations into the producer that can apply them
+ *   cg_prepare_weights  weights packed (or Winograd-transformed) for their kernel
  *   cg_plan           arena offsets by liveness, views and in-place reuse
  *   emit nodes        straight-line calls into model_run
  *   cg_write_project  model.h, model.c, model.weights or weights.c, runtime/,
@@ -23,6 +24,10 @@ typedef struct {
   int no_fuse;         /* no activation fusion (tests) */
   int no_runner;       /* write only the model sources and runtime (batched builds) */
   size_t string_pool_bytes; /* per-instance pool for run-time strings; 0: 1 MiB */
+  int pack_mr;         /* prepared weights' panel height: 0 the micro-kernel's of the
+                          machine migc runs on, -1 no prepared weights */
+  int threads;         /* --threads N: the most threads model_set_threads may ask for,
+                          and how many model_init starts (0 or 1: one, no pthreads) */
 } cg_options;
 
 typedef struct {

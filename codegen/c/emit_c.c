@@ -332,6 +332,7 @@ int cg_unsupported(cg_ctx *c, const mg_node *n, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  if (c->probing) return -1;
   mg_error(c->d, UNSUPPORTED, n->name, n->op_type, "cpu: %s", buf);
   c->cur_failed = 1;
   return -1;
@@ -531,6 +532,8 @@ static int ctx_init(cg_ctx *c, mg_model *m, const cg_options *o, mg_diags *d) {
 }
 
 static void ctx_free(cg_ctx *c) {
+  for (int i = 0; c->prep && i < c->g->n_nodes; i++) mg_free(c->prep[i].data);
+  mg_free(c->prep);
   mg_arena_destroy(&c->strings);
   cg_buf_free(&c->body);
   cg_buf_free(&c->statics);
@@ -621,7 +624,7 @@ static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report
   mg_arena_init(&c->strings, 1 << 16);
   if (cg_lower(m, !o->no_fold_bn, &r->n_folded, &r->n_bn_folded, d)) return -1;
   if (ctx_init(c, m, o, d) || (bound_runtime_lengths(c), 0) || cg_bound_dynamic(c) || cg_fuse(c, r) ||
-      cg_plan(c, r)) {
+      cg_prepare_weights(c) || cg_plan(c, r)) {
     mg_error(d, OOM, NULL, NULL, "out of memory generating C");
     return -1;
   }

@@ -265,21 +265,11 @@ static void test_bias_act(void **state) {
 
 /* --------------------------------------------------------- convolution */
 
-/* Runs one mg_conv2d and checks it against a direct double convolution. */
-static void check_conv(const mg_conv2d_params *p, int with_bias) {
+/* Checks y = mg_conv2d(p, x, w, bias) against a direct double convolution. */
+static void check_conv_result(const mg_conv2d_params *p, const float *x, const float *w,
+                              const float *bias, const float *y) {
   const int Cg = p->C / p->group, Mg = p->M / p->group;
-  const size_t nx = (size_t)p->N * p->C * p->H * p->W;
-  const size_t nw = (size_t)p->M * Cg * p->kh * p->kw;
-  const size_t ny = (size_t)p->N * p->M * p->OH * p->OW;
-  float *x = rnd_array(nx), *w = rnd_array(nw), *bias = with_bias ? rnd_array((size_t)p->M) : NULL;
-  float *y = malloc((ny + 1) * sizeof(float));
-  scratch_buf s = scratch_new(mg_conv2d_scratch(p));
   int n, m, oh, ow, c, ki, kj;
-  size_t i;
-  assert_non_null(y);
-  for (i = 0; i <= ny; i++) y[i] = NAN; /* y is write-only; y[ny] is a guard */
-  mg_conv2d(p, x, w, bias, y, s.p);
-  assert_true(isnan(y[ny]));
   for (n = 0; n < p->N; n++)
     for (m = 0; m < p->M; m++)
       for (oh = 0; oh < p->OH; oh++)
@@ -309,11 +299,52 @@ static void check_conv(const mg_conv2d_params *p, int with_bias) {
                      p->dil_w, p->pad_t, p->pad_l, p->pad_b, p->pad_r, (int)p->act, n, m,
                      oh, ow, got, r);
         }
+}
+
+/* Runs one mg_conv2d (p as given, or with weights prepared for panel height mr
+ * when mr > 0 and p's layer has a preparation) into a fresh y and checks it. */
+static void run_conv(const mg_conv2d_params *p0, int mr, const float *x, const float *w,
+                     const float *bias) {
+  mg_conv2d_params p = *p0;
+  const size_t ny = (size_t)p.N * p.M * p.OH * p.OW;
+  float *y = malloc((ny + 1) * sizeof(float)), *pw = NULL;
+  scratch_buf s;
+  size_t i;
+  if (mr > 0) {
+    p.prepared = (int)mg_conv2d_prep_kind(&p);
+    if (p.prepared == MG_CONV_PREP_NONE) {
+      free(y);
+      return;
+    }
+    p.prepared_mr = mr;
+    pw = malloc(mg_conv2d_prepared_floats(&p) * sizeof(float));
+    assert_non_null(pw);
+    mg_conv2d_prepare(&p, w, pw);
+  }
+  s = scratch_new(mg_conv2d_scratch(&p));
+  assert_non_null(y);
+  for (i = 0; i <= ny; i++) y[i] = NAN; /* y is write-only; y[ny] is a guard */
+  mg_conv2d(&p, x, pw ? pw : w, bias, y, s.p);
+  assert_true(isnan(y[ny]));
+  check_conv_result(&p, x, w, bias, y);
   scratch_check_free(s);
+  free(pw);
+  free(y);
+}
+
+/* Checks mg_conv2d on random data: with the weights as they are, and prepared
+ * (mg_conv2d_prepare) for this runtime's panel height and for the others a blob
+ * may have been made for (the repacking path). */
+static void check_conv(const mg_conv2d_params *p, int with_bias) {
+  const size_t nx = (size_t)p->N * p->C * p->H * p->W;
+  const size_t nw = (size_t)p->M * (p->C / p->group) * p->kh * p->kw;
+  float *x = rnd_array(nx), *w = rnd_array(nw), *bias = with_bias ? rnd_array((size_t)p->M) : NULL;
+  const int mrs[] = {0, mg_sgemm_mr(), mg_sgemm_mr() == 6 ? 8 : 6};
+  size_t k;
+  for (k = 0; k < sizeof mrs / sizeof mrs[0]; k++) run_conv(p, mrs[k], x, w, bias);
   free(x);
   free(w);
   free(bias);
-  free(y);
 }
 
 /* Fills OH/OW; returns 0 when the kernel does not fit the padded input. */
@@ -412,7 +443,7 @@ static void test_conv_layers(void **state) {
   p = conv(1, 1, 9, 9, 1, 3, 1, 1, 1, 0, MG_ACT_NONE); check_conv(&p, 0);
 }
 
-/* The specialised depthwise row kernels (3x3 and 5x5, strides 1 and 2, undilated)
+/* The specialised depthwise row kernels (3x3 and 5x5 at strides 1 and 2, 7x7 at 1, undilated)
  * over widths from narrower than the kernel (no interior) to several vectors with
  * odd tails, every padding up to K-1 on each side, multipliers 1 and 2. */
 static void test_conv_depthwise_specialised(void **state) {
@@ -420,7 +451,7 @@ static void test_conv_depthwise_specialised(void **state) {
   int t;
   (void)state;
   for (t = 0; t < 240; t++) {
-    const int k = (t & 1) ? 5 : 3, s = (t & 2) ? 2 : 1;
+    const int k = t % 3 == 2 ? 7 : (t & 1) ? 5 : 3, s = k != 7 && (t & 2) ? 2 : 1;
     memset(&p, 0, sizeof p);
     p.N = rnd_int(1, 2);
     p.group = p.C = rnd_int(1, 5);
@@ -501,6 +532,12 @@ int main(void) {
 #if defined(MG_TEST_REQUIRE_AVX2) && (defined(__GNUC__) || defined(__clang__))
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     printf("CPU lacks AVX2/FMA: skipping the AVX2 build of the runtime tests\n");
+    return 77;
+  }
+#endif
+#if defined(MG_TEST_REQUIRE_AVX512) && (defined(__GNUC__) || defined(__clang__))
+  if (!__builtin_cpu_supports("avx512f")) {
+    printf("CPU lacks AVX-512: skipping the AVX-512 build of the runtime tests\n");
     return 77;
   }
 #endif

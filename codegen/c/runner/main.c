@@ -1,13 +1,15 @@
 /* The runner migc ships with every generated CPU project (copied verbatim).
  *
  *   runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]
- *          [--repeat N] [--trace DIR] [--list]
+ *          [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--list]
  *
  * It reads each graph input from a .npy file (dtype and shape must match the
  * model exactly; string inputs are numpy unicode arrays, '<U<n>', passed to the
  * model as UTF-8), runs the model once, and writes D/<output name>.npy (written
  * to a temporary file, then renamed; D is created if missing). With --repeat N it then runs N more timed
- * inferences and prints "median_ms X". With --trace DIR the run also writes every
+ * inferences and prints "median_ms X" (with --cpu-time also "median_cpu_ms X", the
+ * process's CPU time per run, which a busy machine inflates less). --threads N runs
+ * the model on N threads (up to what it was converted for). With --trace DIR the run also writes every
  * node's output to DIR/<value name>.npy, for layer-by-layer comparison. The weights file defaults to the one
  * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
  * failure inside the model. The models it serves are listed in models.c. */
@@ -166,11 +168,12 @@ static void *read_unicode(FILE *f, const char *path, size_t count, size_t width,
 
 static void usage(FILE *f) {
   fprintf(f, "usage: runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]\n"
-             "              [--repeat N] [--trace DIR] [--list]\n"
+             "              [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--list]\n"
              "Runs the generated model on .npy inputs and writes D/<output>.npy; with --repeat N\n"
-             "also times N runs after one warm-up and prints 'median_ms X'; --trace DIR writes\n"
-             "every node's output to DIR/<value name>.npy. A bfloat16 input or output is\n"
-             "exchanged as a float32 .npy (numpy has no bfloat16), rounded to nearest even.\n");
+             "also times N runs after one warm-up and prints 'median_ms X' (--cpu-time: also\n"
+             "'median_cpu_ms X', CPU time per run); --trace DIR writes every node's output to\n"
+             "DIR/<value name>.npy. A bfloat16 input or output is exchanged as a float32 .npy\n"
+             "(numpy has no bfloat16), rounded to nearest even.\n");
 }
 
 /* Reads an .npy whose dtype and shape must equal io's; returns a malloc'd buffer
@@ -444,6 +447,14 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* CPU time of the process (all its threads), for timing on a shared machine: a
+ * run that waits for a core does not count. */
+static double cpu_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -453,7 +464,7 @@ int main(int argc, char **argv) {
   const char *model_name = NULL, *weights = NULL, *outdir = ".", *trace_dir = NULL;
   const char *in_names[MAX_IO], *in_paths[MAX_IO];
   void *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
-  int n_in = 0, repeat = 0, list = 0, i, rc = 0;
+  int n_in = 0, repeat = 0, list = 0, cpu_time = 0, threads = 0, i, rc = 0;
   const mg_rt_model *md = NULL;
   const char *wfile = NULL;
   char wpath[4096];
@@ -473,6 +484,14 @@ int main(int argc, char **argv) {
       in_paths[n_in++] = eq + 1;
     } else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) {
       outdir = argv[++i];
+    } else if (!strcmp(argv[i], "--cpu-time")) {
+      cpu_time = 1;
+    } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = atoi(argv[++i]);
+      if (threads < 1 || threads > 64) {
+        fprintf(stderr, "runner: --threads wants a count from 1 to 64\n");
+        return 2;
+      }
     } else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
       repeat = atoi(argv[++i]);
       if (repeat < 1 || repeat > 1000000) {
@@ -561,8 +580,17 @@ int main(int argc, char **argv) {
             mg_rt_strerror(rc));
     free(inst);
     inst = NULL;
-    rc = rc == MG_RT_EARG || rc == MG_RT_EIO || rc == MG_RT_EFORMAT ? 2 : 3;
+    rc = rc == MG_RT_EARG || rc == MG_RT_EIO || rc == MG_RT_EFORMAT || rc == MG_RT_ELAYOUT ? 2 : 3;
     goto done;
+  }
+  if (threads) {
+    rc = md->set_threads ? md->set_threads(inst, threads) : threads == 1 ? MG_RT_OK : MG_RT_EARG;
+    if (rc) {
+      fprintf(stderr, "runner: cannot run on %d threads: %s (the project was converted for fewer: migc "
+                      "convert --threads N)\n", threads, mg_rt_strerror(rc));
+      rc = 2;
+      goto done;
+    }
   }
   if (trace_dir) {
     trace_ctx tc;
@@ -605,7 +633,7 @@ int main(int argc, char **argv) {
     goto done;
   }
   if (repeat) {
-    double *t = malloc(sizeof(double) * (size_t)repeat);
+    double *t = malloc(sizeof(double) * (size_t)repeat * 2), *ct = t + repeat;
     int r;
     if (!t) {
       rc = 3;
@@ -613,12 +641,16 @@ int main(int argc, char **argv) {
     }
     md->run(inst, (const void *const *)inputs, outputs); /* warm-up */
     for (r = 0; r < repeat; r++) {
-      double t0 = now_ms();
+      double t0 = now_ms(), c0 = cpu_ms();
       md->run(inst, (const void *const *)inputs, outputs);
       t[r] = now_ms() - t0;
+      ct[r] = cpu_ms() - c0;
     }
     qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+    qsort(ct, (size_t)repeat, sizeof *ct, cmp_double);
     printf("median_ms %.4f\n", repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2);
+    if (cpu_time)
+      printf("median_cpu_ms %.4f\n", repeat % 2 ? ct[repeat / 2] : (ct[repeat / 2 - 1] + ct[repeat / 2]) / 2);
     free(t);
   }
 done:
