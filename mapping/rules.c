@@ -260,7 +260,10 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
       if (q.n_values < 0) return -1;
       r.reqs[r.n_reqs++] = q;
     } else if (!strcmp(name, "call")) {
-      if (r.call || r.n_decompose) BAD(c, "a rule has one <call> or one <decompose>");
+      if (r.call || r.n_decompose) { /* a second one would be read with the first's argument count */
+        BAD(c, "a rule has one <call> or one <decompose>");
+        continue;
+      }
       r.call = prop(rs, c, "api");
       if (!r.call) r.call = prop(rs, c, "fn");
       if (!r.call) BAD(c, "<call> needs api (mindspore) or fn (ascend)");
@@ -297,7 +300,10 @@ static int load_rule(rule_set *rs, xmlNode *x, const char *path, mg_diags *d, in
         r.args[r.n_args++] = g;
       }
     } else if (!strcmp(name, "decompose")) {
-      if (r.call || r.n_decompose) BAD(c, "a rule has one <call> or one <decompose>");
+      if (r.call || r.n_decompose) {
+        BAD(c, "a rule has one <call> or one <decompose>");
+        continue;
+      }
       char *into = prop(rs, c, "into");
       if (!into) {
         BAD(c, "<decompose> needs into");

@@ -72,7 +72,10 @@ printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="a">\n<arg name=
 printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="a">\n<arg name="x" value="input(0)"/>\n<arg name="y" value="attr(group)"/>\n</call>\n</rule>\n</rules>\n' > "$work/attr.xml"
 printf '<rules target="mindspore">\n<rule op="LSTM">\n<require input="4" present="sometimes"/>\n<call api="a"/>\n</rule>\n</rules>\n' > "$work/present.xml"
 printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="a">\n<arg name="x" value="input(0)"/>\n<arg name="x" value="input(0)"/>\n</call>\n</rule>\n</rules>\n' > "$work/argtwice.xml"
-for r in malformed.xml:4 unknown.xml:2 dup.xml:3 value.xml:4 attr.xml:5 present.xml:3 argtwice.xml:5; do
+# two <call>s, the second with more arguments than the first (found by fuzz_rules_xml:
+# the second was read with the first's argument count)
+printf '<rules target="mindspore">\n<rule op="Relu">\n<call api="a">\n<arg name="x" value="input(0)"/>\n</call>\n<call api="b">\n<arg name="x" value="input(0)"/>\n<arg name="y" value="input(0)"/>\n</call>\n</rule>\n</rules>\n' > "$work/twocalls.xml"
+for r in malformed.xml:4 unknown.xml:2 dup.xml:3 value.xml:4 attr.xml:5 present.xml:3 argtwice.xml:5 twocalls.xml:6; do
   f=${r%%:*} line=${r##*:}
   "$MIGC" coverage "$work/bad/custom_op.onnx" --rules "$work/$f" >/dev/null 2>"$work/err"; rc=$?
   # libxml2 reports a malformed file where it noticed the problem, which may be past the tag
