@@ -291,7 +291,9 @@ int coverage_analyze_model(mg_model *m, const char *path, const mg_shape_overrid
   if (asc_check && rs[MAP_TARGET_ASCEND] && !cm->prepare_failed) {
     mg_diags quiet;
     mg_diags_init(&quiet);
-    int rc = asc_check(m, rs[MAP_TARGET_ASCEND], &quiet) < 0 ? 0 : coverage_emitter(cm, MAP_TARGET_ASCEND, &quiet, 0);
+    /* the check fails only for want of memory (it writes nothing): never a
+     * shorter column */
+    int rc = asc_check(m, rs[MAP_TARGET_ASCEND], &quiet) < 0 ? 1 : coverage_emitter(cm, MAP_TARGET_ASCEND, &quiet, 0);
     rc |= mg_diags_oom(&quiet, 0);
     mg_diags_free(&quiet);
     if (rc) goto oom;

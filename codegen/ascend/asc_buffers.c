@@ -139,9 +139,16 @@ static int strided_view(asc_ctx *c, const mg_node *n, asc_layout *l) {
 int asc_plan_buffers(asc_ctx *c) {
   mg_graph *g = c->m->graph;
   for (int i = 0; i < g->n_values; i++)
-    if (add_value(c, g->values[i]) != i) return -1;
+    if (add_value(c, g->values[i]) != i) {
+      mg_error(c->d, OOM, NULL, NULL, "out of memory placing the Ascend buffers");
+      return -1;
+    }
   c->layout = mg_arena_alloc(&c->a, sizeof *c->layout * (size_t)(g->n_values + 1));
-  if (!c->layout) { c->failed = 1; return -1; }
+  if (!c->layout) {
+    c->failed = 1;
+    mg_error(c->d, OOM, NULL, NULL, "out of memory placing the Ascend buffers");
+    return -1;
+  }
   memset(c->layout, 0, sizeof *c->layout * (size_t)(g->n_values + 1));
   c->n_layout = g->n_values;
   for (int i = 0; i < g->n_nodes && !c->failed; i++) {

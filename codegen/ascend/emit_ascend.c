@@ -140,7 +140,7 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
     const map_ref *r = &v->ref;
     if (r->role == MAP_REF_ZEROS || r->role == MAP_REF_SCRATCH) {
       int id = r->role == MAP_REF_ZEROS ? asc_zeros_value(c, r) : asc_scratch_value(c, n, r);
-      if (id < 0) { *why = "out of memory"; return NULL; }
+      if (id < 0) { c->failed = 1; *why = "out of memory"; return NULL; }
       const mg_value *z = c->vals[id];
       return dupf(c, "m->t[%d]", new_tensor(c, fn, z, -1, NULL, NULL, 0, z->dtype));
     }
@@ -160,7 +160,7 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
       const map_ref *r = &v->refs[i];
       if (!r->v || c->loc[c->root[r->v->id]].kind == LOC_NONE) { *why = r->v ? no_buffer(c, r->v) : "a list member the program cannot pass"; return NULL; }
       int k = new_tensor(c, fn, r->v, r->view_rank, r->view_dims, r->view_strides, r->view_offset, r->v->dtype);
-      if (k >= c->cap_in_list) { *why = "out of memory"; return NULL; }
+      if (k >= c->cap_in_list) { c->failed = 1; *why = "out of memory"; return NULL; }
       c->in_list[k] = list + 1; /* aclDestroyTensorList destroys its members */
       if (first < 0) first = k;
     }
@@ -239,6 +239,7 @@ static const char *arg_text(asc_ctx *c, const mg_node *n, const char *fn, const 
 
 /* Node n has no aclnn call (why): the host fallback, else an unsupported node. */
 static void refuse(asc_ctx *c, const mg_node *n, const char *why) {
+  if (c->failed || !why) { c->failed = 1; return; } /* out of memory, never a refusal */
   const char *refusal = NULL;
   int k = asc_host_fallback(c, n, why, &refusal);
   if (k < 0) c->failed = 1;
@@ -326,9 +327,10 @@ static void emit_node(asc_ctx *c, const mg_node *n) {
       break;
     }
     args[i] = arg_text(c, n, fn, type, &a->value, &why);
-    if (!args[i] && !why) why = "out of memory";
+    if (!args[i] && !why) why = "out of memory", c->failed = 1;
     if (why) why = dupf(c, "argument '%s' (%s): %s", a->name, a->expr, why);
   }
+  if (c->failed) return; /* out of memory: the emitter fails, no node is refused for it */
   if (why) { /* take back what this node wrote */
     c->init.len = mark;
     if (c->init.s) c->init.s[mark] = 0;

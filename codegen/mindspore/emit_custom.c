@@ -84,6 +84,7 @@ static const char *say(ms_custom *cu, const char *fmt, ...) {
   va_end(ap);
   const char *s = b.failed ? NULL : mg_arena_strdup(&cu->a, b.s ? b.s : "");
   cg_buf_free(&b);
+  if (!s) fail(cu, "wording a refusal"); /* recorded: never a refusal's text alone */
   return s ? s : "out of memory";
 }
 
