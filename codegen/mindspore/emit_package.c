@@ -555,13 +555,19 @@ static json_t *tensor_schema(const mg_value *v) {
   return s;
 }
 
-/* {"type": "object", "required": [names], "properties": {name: schema}}. */
+/* {"type": "object", "required": [names], "properties": {name: schema}}; NULL on OOM. */
 static json_t *values_schema(mg_value *const *vals, int n) {
   json_t *req = json_array(), *props = json_object();
   for (int i = 0; i < n; i++) {
     cg_buf x = {0};
     cg_buf_printf(&x, "%s ", mg_dtype_name(vals[i]->dtype));
     shape_text(&x, vals[i]);
+    if (x.failed) { /* out of memory: no schema, never one without its description */
+      cg_buf_free(&x);
+      json_decref(req);
+      json_decref(props);
+      return NULL;
+    }
     json_t *s = tensor_schema(vals[i]);
     if (s && x.s) json_object_set_new(s, "description", json_string(x.s));
     json_array_append_new(req, json_string(vals[i]->name));
