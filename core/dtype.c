@@ -65,6 +65,20 @@ double mg_load_f64(mg_dtype t, const void *p) {
   }
 }
 
+void mg_load_f64_n(mg_dtype t, const void *p, int64_t n, double *out) {
+  const unsigned char *b = p;
+  if (t == MG_F32) {
+    for (int64_t i = 0; i < n; i++) {
+      float x;
+      memcpy(&x, b + 4 * i, 4);
+      out[i] = x;
+    }
+    return;
+  }
+  size_t es = mg_dtype_size(t);
+  for (int64_t i = 0; i < n; i++) out[i] = mg_load_f64(t, b + (size_t)i * es);
+}
+
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 

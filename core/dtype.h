@@ -43,6 +43,9 @@ mg_dtype mg_dtype_parse(const char *s);
 /* One element of a numeric dtype at p (any alignment) as a double; 0 for
  * undefined, string and complex types. int64/uint64 beyond 2^53 round. */
 double mg_load_f64(mg_dtype t, const void *p);
+/* out[i] = mg_load_f64(t, p + i * size of t) for i < n: the same values, with
+ * float32 (what weights nearly always are) not dispatched per element. */
+void mg_load_f64_n(mg_dtype t, const void *p, int64_t n, double *out);
 
 /* IEEE half and bfloat16 conversions (round to nearest even). */
 float mg_f16_to_f32(uint16_t h);

@@ -9,15 +9,28 @@ ASAN=${2:-build-asan}
 cd "$(dirname "$0")/.."
 passed=0 failed=0 failed_names=()
 
+# cpu_now sets CPU to the CPU seconds (user + system) of this shell's finished
+# children so far: beside the wall time it says how much of the machine a suite
+# used. (times must run in this shell, not a $(...) subshell, to see them.)
+cpu_file=$(mktemp)
+trap 'rm -f "$cpu_file"' EXIT
+cpu_now() {
+  times > "$cpu_file"
+  CPU=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$cpu_file")
+}
+
 suite() { # name command...
   local name=$1; shift
-  local start=$SECONDS
+  local start=$SECONDS cpu0 verdict
+  cpu_now; cpu0=$CPU
   echo "=== $name"
   if "$@"; then
-    passed=$((passed + 1)); echo "--- $name: ok ($((SECONDS - start)) s)"
+    passed=$((passed + 1)); verdict=ok
   else
-    failed=$((failed + 1)); failed_names+=("$name"); echo "--- $name: FAILED ($((SECONDS - start)) s)"
+    failed=$((failed + 1)); failed_names+=("$name"); verdict=FAILED
   fi
+  cpu_now
+  echo "--- $name: $verdict ($((SECONDS - start)) s, $((CPU - cpu0)) s CPU)"
 }
 
 suite "unit tests" bash -c "cd $BUILD && ctest --output-on-failure -j2"

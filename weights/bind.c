@@ -23,7 +23,7 @@ double *wt_read_f64(const wt_source *s, const wt_tensor *t, mg_diags *d) {
     mg_free(v);
     return NULL;
   }
-  for (int64_t i = 0; i < n; i++) v[i] = mg_load_f64(t->dtype, raw + (size_t)i * es);
+  mg_load_f64_n(t->dtype, raw, n, v);
   mg_free(raw);
   return v;
 }
@@ -40,16 +40,22 @@ static double *init_f64(const mg_value *v, int *oom) {
     *oom = 1;
     return NULL;
   }
-  const unsigned char *p = v->data;
-  size_t es = mg_dtype_size(v->dtype);
-  for (int64_t i = 0; i < n; i++) o[i] = mg_load_f64(v->dtype, p + (size_t)i * es);
+  mg_load_f64_n(v->dtype, v->data, n, o);
   return o;
 }
 
-/* Tolerance for values recomputed in double from float32 inputs. */
-static int close_enough(const double *a, const double *b, int64_t n, double *max_err) {
-  double scale = 0, err = 0;
+/* max |b[i]|: the scale close_enough measures against. */
+static double max_abs(const double *b, int64_t n) {
+  double scale = 0;
   for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+  return scale;
+}
+
+/* Whether a matches b (scale = max_abs(b, n), which the caller computes once per
+ * b: a search tries many a against one b, and most differ at the first element)
+ * within the tolerance for values recomputed in double from float32 inputs. */
+static int close_enough(const double *a, const double *b, int64_t n, double scale, double *max_err) {
+  double err = 0;
   for (int64_t i = 0; i < n; i++) {
     double e = fabs(a[i] - b[i]);
     if (!(e <= 1e-5 * scale + 1e-7)) return 0;
@@ -146,7 +152,7 @@ static int try_fold_weight(bind_ctx *c, const mg_value *init, const double *iv, 
           for (int64_t k = 0; k < per; k++) rec[o * per + k] = wv[o * per + k] * sc;
         }
         double err;
-        int ok = close_enough(rec, iv, n, &err);
+        int ok = close_enough(rec, iv, n, max_abs(iv, n), &err);
         mg_free(rec);
         if (ok) {
           *b = (wt_binding){init, WT_BN_FOLD_WEIGHT, w, {g[0], g[1], g[2], g[3]}, eps_candidates[e], err};
@@ -176,7 +182,7 @@ static int try_fold_bias(bind_ctx *c, const mg_value *init, const double *iv, co
   for (int64_t o = 0; o < out; o++)
     rec[o] = ((cbv ? cbv[o] : 0) - mv[o]) * gv[o] / sqrt(vv[o] + wb->eps) + bv[o];
   double err;
-  int ok = close_enough(rec, iv, out, &err);
+  int ok = close_enough(rec, iv, out, max_abs(iv, out), &err);
   mg_free(rec);
   if (ok) *b = (wt_binding){init, WT_BN_FOLD_BIAS, cbv ? cb : NULL, {g[0], g[1], g[2], g[3]}, wb->eps, err};
   return ok;
@@ -255,6 +261,7 @@ static int try_rnn(bind_ctx *c, const mg_node *u, int slot, const mg_value *init
   if (!tmp) return -1;
   const char *want = slot == 1 ? "weight_ih_l" : slot == 2 ? "weight_hh_l" : "bias_ih_l";
   int found = 0;
+  double iv_scale = max_abs(iv, n);
   for (int i = 0; i < wt_count(c->s) && !found; i++) {
     const wt_tensor *t = wt_get(c->s, i);
     const char *l = leaf(t->name);
@@ -272,7 +279,7 @@ static int try_rnn(bind_ctx *c, const mg_node *u, int slot, const mg_value *init
       rnn_reorder(gru, hv, H, 1, tmp + n / 2);
     }
     double err;
-    if (close_enough(tmp, iv, n, &err)) {
+    if (close_enough(tmp, iv, n, iv_scale, &err)) {
       *b = (wt_binding){.init = init, .kind = WT_RNN_GATES, .src = t, .max_err = err, .src2 = hh, .gru = gru};
       found = 1;
     }
@@ -281,38 +288,55 @@ static int try_rnn(bind_ctx *c, const mg_node *u, int slot, const mg_value *init
   return 0;
 }
 
+/* Whether source tensor t holds exactly init's bytes (same dims and dtype): a
+ * binding by name with no error, found without converting either to double
+ * (converting from the export's own initializers is mostly this), and the only
+ * way an integer tensor binds. -1 on OOM or a tensor that cannot be read. */
+static int same_bytes(bind_ctx *c, const mg_value *init, const wt_tensor *t) {
+  if (!t || !init->data || !same_dims(init, t) || t->dtype != init->dtype) return 0;
+  unsigned char *raw = mg_malloc(init->nbytes + 1);
+  if (!raw) return -1;
+  if (wt_read(c->s, t, 0, wt_numel(t), raw, c->d)) { /* as cached(): a tensor that cannot be read fails the binding */
+    mg_free(raw);
+    c->failed = 1;
+    return -1;
+  }
+  int eq = !memcmp(raw, init->data, init->nbytes);
+  mg_free(raw);
+  return eq;
+}
+
 static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
   *b = (wt_binding){.init = init};
   const wt_tensor *named = wt_find(c->s, init->name);
+  int same = same_bytes(c, init, named);
+  if (same < 0) return -1;
+  if (same) {
+    b->kind = WT_BY_NAME, b->src = named;
+    return 0;
+  }
   double *iv = init_f64(init, &c->failed);
   if (c->failed) { /* now or from an earlier tensor: the binding fails either way */
     mg_free(iv);
     return -1;
   }
-  if (!iv) {
-    /* integers: a parameter only if a source tensor of that name has equal bytes */
-    if (named && same_dims(init, named) && named->dtype == init->dtype) {
-      unsigned char *raw = mg_malloc(init->nbytes + 1);
-      if (!raw) return -1;
-      int eq = !wt_read(c->s, named, 0, wt_numel(named), raw, c->d) && !memcmp(raw, init->data, init->nbytes);
-      mg_free(raw);
-      if (eq) b->kind = WT_BY_NAME, b->src = named;
-    }
-    if (!b->src) b->kind = mg_dtype_is_float(init->dtype) ? WT_UNBOUND : WT_CONSTANT;
+  if (!iv) { /* integers are a parameter only if a source tensor of that name has equal bytes */
+    b->kind = mg_dtype_is_float(init->dtype) ? WT_UNBOUND : WT_CONSTANT;
     return 0;
   }
   int64_t n = mg_shape_numel(&init->shape);
+  double iv_scale = max_abs(iv, n);
   int rc = 0;
   /* 1. the same name; 2. any tensor with equal values; 3. a transposed matrix */
   if (named && same_dims(init, named)) {
     const double *sv = cached(c, index_of(c->s, named));
-    if (sv && close_enough(sv, iv, n, &b->max_err)) b->kind = WT_BY_NAME, b->src = named;
+    if (sv && close_enough(sv, iv, n, iv_scale, &b->max_err)) b->kind = WT_BY_NAME, b->src = named;
   }
   for (int i = 0; i < wt_count(c->s) && !b->src; i++) {
     const wt_tensor *t = wt_get(c->s, i);
     if (same_dims(init, t)) {
       const double *sv = cached(c, i);
-      if (sv && close_enough(sv, iv, n, &b->max_err)) b->kind = WT_BY_VALUE, b->src = t;
+      if (sv && close_enough(sv, iv, n, iv_scale, &b->max_err)) b->kind = WT_BY_VALUE, b->src = t;
     }
     /* a square matrix may equal its source transposed (Linear as MatMul) */
     if (!b->src && t->rank == 2 && init->shape.rank == 2 && t->dims[0] == init->shape.d[1].v &&
@@ -323,7 +347,7 @@ static int bind_one(bind_ctx *c, const mg_value *init, wt_binding *b) {
       if (!tr) { rc = -1; break; }
       for (int64_t r = 0; r < t->dims[0]; r++)
         for (int64_t q = 0; q < t->dims[1]; q++) tr[q * t->dims[0] + r] = sv[r * t->dims[1] + q];
-      if (close_enough(tr, iv, n, &b->max_err)) b->kind = WT_BY_TRANSPOSE, b->src = t;
+      if (close_enough(tr, iv, n, iv_scale, &b->max_err)) b->kind = WT_BY_TRANSPOSE, b->src = t;
       mg_free(tr);
     }
   }
