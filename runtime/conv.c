@@ -425,9 +425,9 @@ void mg_conv2d_prepare(const mg_conv2d_params *p, const float *w, float *out) {
       for (m = 0; m < Mg; m++)
         for (c = 0; c < Cg; c++) {
           float u[16];
+          const size_t at = mg_sgemm_packed_index(Mg, Cg, mr, m, c);
           wino_kernel(wg + ((size_t)m * Cg + c) * 9, u);
-          for (xi = 0; xi < 16; xi++)
-            og[(size_t)xi * plane + mg_sgemm_packed_index(Mg, Cg, mr, m, c)] = u[xi];
+          for (xi = 0; xi < 16; xi++) og[(size_t)xi * plane + at] = u[xi];
         }
     }
   }
