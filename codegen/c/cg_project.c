@@ -283,6 +283,9 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   /* prepared weights are read by the runtime's kernels in layout
    * MG_RT_PACK_VERSION as of this conversion: a runtime of another version would
    * read them as something else */
+  /* the check calls sgemm.c even in a partial project whose prepared layers were
+   * all left unconverted (a dynamic-shape export), which then still links */
+  if (c->n_prep) cg_need(c, "sgemm.c");
   cg_buf_printf(&b,
                 "/* Whether the runtime reads prepared weights in the layout they were made in. */\n"
                 "static int layout_ok(void) { return %s; }\n\n",

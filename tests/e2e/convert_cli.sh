@@ -44,6 +44,8 @@ check "dynamic batch is reported as dynamic-shape" bash -c \
   "'$MIGC' convert samples/tiny_cnn.onnx -o '$work/dyn' --cpu-only 2>&1 | grep -q 'dynamic-shape'"
 
 out=$work/tiny
+check "the partial project of the dynamic-batch export still builds" bash -c \
+  "'$MIGC' convert samples/tiny_cnn.onnx -o '$work/dynpart' > /dev/null 2>&1; make -s -C '$work/dynpart/cpu' WERROR=-Werror"
 check "convert tiny_cnn (batch fixed)" "$MIGC" convert samples/tiny_cnn.onnx --input-shape input=1x3x32x32 -o "$out"
 for f in cpu/model.h cpu/model.c cpu/model.weights cpu/main.c cpu/models.c cpu/Makefile cpu/CMakeLists.txt \
          cpu/runtime/mg_runtime.h model.ckpt weight_map.json coverage.json coverage.md; do
@@ -60,6 +62,13 @@ check "cmake builds the same runner" bash -c "cmake -S '$out/cpu' -B '$work/cm' 
   '$work/cm/runner' --weights '$out/cpu/model.weights' --input input=samples/tiny_cnn_input.npy --output-dir '$work/o_cm' && \
   '$NPYCMP' '$work/o_cm/logits.npy' samples/tiny_cnn_logits.npy"
 check "--repeat prints median_ms" bash -c "'$out/cpu/runner' --input input=samples/tiny_cnn_input.npy --output-dir '$work/o_r' --repeat 3 | grep -qE '^median_ms [0-9.]+$'"
+check "--profile: one line per node --trace writes, shares summing to 100%" bash -c "'$out/cpu/runner' \
+  --input input=samples/tiny_cnn_input.npy --output-dir '$work/o_p' --profile 5 > '$work/prof.txt' && \
+  '$out/cpu/runner' --input input=samples/tiny_cnn_input.npy --output-dir '$work/o_p' --trace '$work/trace' && \
+  [ \$(grep -c '^profile [0-9]' '$work/prof.txt') -eq \$(ls '$work/trace' | wc -l) ] && \
+  grep '^profile [0-9]' '$work/prof.txt' | awk '{ s += \$4 } END { exit !(s > 99 && s < 101) }' && \
+  grep '^profile [0-9]' '$work/prof.txt' | awk '{ if (NR > 1 && \$3 > last) exit 1; last = \$3 }'"
+check "--profile 0: exit 2" status_is 2 "$out/cpu/runner" --input input=samples/tiny_cnn_input.npy --output-dir "$work/o_x" --profile 0
 check "runner without --input: exit 2" status_is 2 "$out/cpu/runner" --output-dir "$work/o_x"
 check "runner with an unknown input name: exit 2" status_is 2 "$out/cpu/runner" --input input=samples/tiny_cnn_input.npy --input other=samples/tiny_cnn_input.npy --output-dir "$work/o_x"
 check "runner with a wrong shape: exit 2" status_is 2 "$out/cpu/runner" --input input=samples/tiny_cnn_logits.npy --output-dir "$work/o_x"

@@ -1,7 +1,7 @@
 /* The runner migc ships with every generated CPU project (copied verbatim).
  *
  *   runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]
- *          [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--list]
+ *          [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--profile N] [--list]
  *
  * It reads each graph input from a .npy file (dtype and shape must match the
  * model exactly; string inputs are numpy unicode arrays, '<U<n>', passed to the
@@ -10,7 +10,10 @@
  * inferences and prints "median_ms X" (with --cpu-time also "median_cpu_ms X", the
  * process's CPU time per run, which a busy machine inflates less). --threads N runs
  * the model on N threads (up to what it was converted for). With --trace DIR the run also writes every
- * node's output to DIR/<value name>.npy, for layer-by-layer comparison. The weights file defaults to the one
+ * node's output to DIR/<value name>.npy, for layer-by-layer comparison. With --profile N it runs N more
+ * times through the trace hook and prints each node's median time, slowest first
+ * (the time between one node's hook and the next: the node, with any activation
+ * fused into it). The weights file defaults to the one
  * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
  * failure inside the model. The models it serves are listed in models.c. */
 #define _POSIX_C_SOURCE 200809L
@@ -168,12 +171,14 @@ static void *read_unicode(FILE *f, const char *path, size_t count, size_t width,
 
 static void usage(FILE *f) {
   fprintf(f, "usage: runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]\n"
-             "              [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--list]\n"
+             "              [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--profile N] [--list]\n"
              "Runs the generated model on .npy inputs and writes D/<output>.npy; with --repeat N\n"
              "also times N runs after one warm-up and prints 'median_ms X' (--cpu-time: also\n"
              "'median_cpu_ms X', CPU time per run); --trace DIR writes every node's output to\n"
-             "DIR/<value name>.npy. A bfloat16 input or output is exchanged as a float32 .npy\n"
-             "(numpy has no bfloat16), rounded to nearest even.\n");
+             "DIR/<value name>.npy; --profile N runs N more times and prints each node's median\n"
+             "time, slowest first, as 'profile RANK MS SHARE%% NAME'. A bfloat16 input or\n"
+             "output is exchanged as a float32 .npy (numpy has no bfloat16), rounded to\n"
+             "nearest even.\n");
 }
 
 /* Reads an .npy whose dtype and shape must equal io's; returns a malloc'd buffer
@@ -460,11 +465,93 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* --profile: the trace hook records the time since the previous hook returned,
+ * so a node's share is its own work (the hook's cost is left out). */
+typedef struct {
+  double last;
+  int k, cap;          /* hooks this run; room in ms[] and name[] */
+  double *ms;          /* by hook index */
+  const char **name;
+} prof_ctx;
+
+static void prof_hook(void *ctx, const mg_rt_io *what, const void *data) {
+  prof_ctx *p = ctx;
+  (void)data;
+  if (p->k < p->cap) {
+    p->ms[p->k] = now_ms() - p->last;
+    p->name[p->k] = what->name;
+  }
+  p->k++;
+  p->last = now_ms();
+}
+
+typedef struct {
+  double ms;
+  const char *name;
+} prof_row;
+
+static int cmp_row_desc(const void *a, const void *b) {
+  double x = ((const prof_row *)a)->ms, y = ((const prof_row *)b)->ms;
+  return x > y ? -1 : x < y;
+}
+
+/* Runs md `runs` times through prof_hook and prints every node's median time,
+ * slowest first. 0, an MG_RT_* code (from the model, or MG_RT_ENOMEM), or -1 after
+ * printing why. */
+static int profile(const mg_rt_model *md, void *inst, void *const *inputs, void *const *outputs, int runs) {
+  prof_ctx p = {0};
+  double *all = NULL, *col = NULL, total = 0;
+  prof_row *rows = NULL;
+  int r, k, nodes, rc;
+  p.last = now_ms(); /* a first run counts the hooks */
+  rc = md->run_trace(inst, (const void *const *)inputs, outputs, prof_hook, &p);
+  nodes = p.k;
+  if (rc || !nodes) return rc;
+  all = malloc(sizeof(double) * (size_t)nodes * (size_t)runs);
+  col = malloc(sizeof(double) * (size_t)runs);
+  rows = malloc(sizeof(prof_row) * (size_t)nodes);
+  p.name = malloc(sizeof(const char *) * (size_t)nodes);
+  if (!all || !col || !rows || !p.name) {
+    rc = MG_RT_ENOMEM;
+    goto out;
+  }
+  p.cap = nodes;
+  for (r = 0; r < runs && !rc; r++) {
+    p.ms = all + (size_t)r * nodes;
+    p.k = 0;
+    p.last = now_ms();
+    rc = md->run_trace(inst, (const void *const *)inputs, outputs, prof_hook, &p);
+    if (!rc && p.k != nodes) { /* a model runs the same nodes every time */
+      fprintf(stderr, "runner: --profile: run %d reported %d nodes, the first %d\n", r + 1, p.k, nodes);
+      rc = -1;
+    }
+  }
+  if (rc) goto out;
+  for (k = 0; k < nodes; k++) {
+    for (r = 0; r < runs; r++) col[r] = all[(size_t)r * nodes + k];
+    qsort(col, (size_t)runs, sizeof *col, cmp_double);
+    rows[k].ms = runs % 2 ? col[runs / 2] : (col[runs / 2 - 1] + col[runs / 2]) / 2;
+    rows[k].name = p.name[k];
+    total += rows[k].ms;
+  }
+  qsort(rows, (size_t)nodes, sizeof *rows, cmp_row_desc);
+  printf("profile: %d nodes, median of %d runs, %.4f ms in all\n", nodes, runs, total);
+  for (k = 0; k < nodes; k++)
+    printf("profile %d %.4f %.1f%% %s\n", k + 1, rows[k].ms, total > 0 ? 100 * rows[k].ms / total : 0,
+           rows[k].name);
+out:
+  free(all);
+  free(col);
+  free(rows);
+  free((void *)p.name);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   const char *model_name = NULL, *weights = NULL, *outdir = ".", *trace_dir = NULL;
   const char *in_names[MAX_IO], *in_paths[MAX_IO];
   void *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
-  int n_in = 0, repeat = 0, list = 0, cpu_time = 0, threads = 0, i, rc = 0;
+  int n_in = 0, repeat = 0, list = 0, cpu_time = 0, threads = 0, profile_runs = 0, i, rc = 0;
   const mg_rt_model *md = NULL;
   const char *wfile = NULL;
   char wpath[4096];
@@ -502,6 +589,12 @@ int main(int argc, char **argv) {
       model_name = argv[++i];
     } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
       weights = argv[++i];
+    } else if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
+      profile_runs = atoi(argv[++i]);
+      if (profile_runs < 1 || profile_runs > 100000) {
+        fprintf(stderr, "runner: --profile wants a count from 1 to 100000\n");
+        return 2;
+      }
     } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
       trace_dir = argv[++i];
     } else if (!strcmp(argv[i], "--list")) {
@@ -652,6 +745,14 @@ int main(int argc, char **argv) {
     if (cpu_time)
       printf("median_cpu_ms %.4f\n", repeat % 2 ? ct[repeat / 2] : (ct[repeat / 2 - 1] + ct[repeat / 2]) / 2);
     free(t);
+  }
+  if (profile_runs) {
+    rc = profile(md, inst, inputs, outputs, profile_runs);
+    if (rc) {
+      if (rc > 0) fprintf(stderr, "runner: --profile: %s\n", mg_rt_strerror(rc));
+      rc = 3;
+      goto done;
+    }
   }
 done:
   if (inst) {
