@@ -11,7 +11,8 @@
  * process's CPU time per run, which a busy machine inflates less). --threads N runs
  * the model on N threads (up to what it was converted for). With --trace DIR the run also writes every
  * node's output to DIR/<value name>.npy, for layer-by-layer comparison. With --profile N it runs N more
- * times through the trace hook and prints each node's median time, slowest first
+ * times through the trace hook and prints each node's median time (with --cpu-time,
+ * the process's CPU time), slowest first
  * (the time between one node's hook and the next: the node, with any activation
  * fused into it). The weights file defaults to the one
  * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
@@ -176,9 +177,9 @@ static void usage(FILE *f) {
              "also times N runs after one warm-up and prints 'median_ms X' (--cpu-time: also\n"
              "'median_cpu_ms X', CPU time per run); --trace DIR writes every node's output to\n"
              "DIR/<value name>.npy; --profile N runs N more times and prints each node's median\n"
-             "time, slowest first, as 'profile RANK MS SHARE%% NAME'. A bfloat16 input or\n"
-             "output is exchanged as a float32 .npy (numpy has no bfloat16), rounded to\n"
-             "nearest even.\n");
+             "time (--cpu-time: CPU time), slowest first, as 'profile RANK MS SHARE%% NAME'.\n"
+             "A bfloat16 input or output is exchanged as a float32 .npy (numpy has no\n"
+             "bfloat16), rounded to nearest even.\n");
 }
 
 /* Reads an .npy whose dtype and shape must equal io's; returns a malloc'd buffer
@@ -468,6 +469,7 @@ static int cmp_double(const void *a, const void *b) {
 /* --profile: the trace hook records the time since the previous hook returned,
  * so a node's share is its own work (the hook's cost is left out). */
 typedef struct {
+  double (*clock)(void); /* now_ms, or cpu_ms with --cpu-time */
   double last;
   int k, cap;          /* hooks this run; room in ms[] and name[] */
   double *ms;          /* by hook index */
@@ -478,11 +480,11 @@ static void prof_hook(void *ctx, const mg_rt_io *what, const void *data) {
   prof_ctx *p = ctx;
   (void)data;
   if (p->k < p->cap) {
-    p->ms[p->k] = now_ms() - p->last;
+    p->ms[p->k] = p->clock() - p->last;
     p->name[p->k] = what->name;
   }
   p->k++;
-  p->last = now_ms();
+  p->last = p->clock();
 }
 
 typedef struct {
@@ -498,12 +500,14 @@ static int cmp_row_desc(const void *a, const void *b) {
 /* Runs md `runs` times through prof_hook and prints every node's median time,
  * slowest first. 0, an MG_RT_* code (from the model, or MG_RT_ENOMEM), or -1 after
  * printing why. */
-static int profile(const mg_rt_model *md, void *inst, void *const *inputs, void *const *outputs, int runs) {
+static int profile(const mg_rt_model *md, void *inst, void *const *inputs, void *const *outputs, int runs,
+                   int cpu_time) {
   prof_ctx p = {0};
   double *all = NULL, *col = NULL, total = 0;
   prof_row *rows = NULL;
   int r, k, nodes, rc;
-  p.last = now_ms(); /* a first run counts the hooks */
+  p.clock = cpu_time ? cpu_ms : now_ms;
+  p.last = p.clock(); /* a first run counts the hooks */
   rc = md->run_trace(inst, (const void *const *)inputs, outputs, prof_hook, &p);
   nodes = p.k;
   if (rc || !nodes) return rc;
@@ -519,7 +523,7 @@ static int profile(const mg_rt_model *md, void *inst, void *const *inputs, void 
   for (r = 0; r < runs && !rc; r++) {
     p.ms = all + (size_t)r * nodes;
     p.k = 0;
-    p.last = now_ms();
+    p.last = p.clock();
     rc = md->run_trace(inst, (const void *const *)inputs, outputs, prof_hook, &p);
     if (!rc && p.k != nodes) { /* a model runs the same nodes every time */
       fprintf(stderr, "runner: --profile: run %d reported %d nodes, the first %d\n", r + 1, p.k, nodes);
@@ -535,7 +539,8 @@ static int profile(const mg_rt_model *md, void *inst, void *const *inputs, void 
     total += rows[k].ms;
   }
   qsort(rows, (size_t)nodes, sizeof *rows, cmp_row_desc);
-  printf("profile: %d nodes, median of %d runs, %.4f ms in all\n", nodes, runs, total);
+  printf("profile: %d nodes, median of %d runs, %.4f ms %s in all\n", nodes, runs, total,
+         cpu_time ? "of CPU time" : "wall");
   for (k = 0; k < nodes; k++)
     printf("profile %d %.4f %.1f%% %s\n", k + 1, rows[k].ms, total > 0 ? 100 * rows[k].ms / total : 0,
            rows[k].name);
@@ -747,7 +752,7 @@ int main(int argc, char **argv) {
     free(t);
   }
   if (profile_runs) {
-    rc = profile(md, inst, inputs, outputs, profile_runs);
+    rc = profile(md, inst, inputs, outputs, profile_runs, cpu_time);
     if (rc) {
       if (rc > 0) fprintf(stderr, "runner: --profile: %s\n", mg_rt_strerror(rc));
       rc = 3;
