@@ -4,7 +4,8 @@
 # and one compiled binary runs batch 1, 3 and 8, each within 1e-4 x max|output| of
 # PyTorch; its arena is the static batch-1 plan's (at most +5%); a batch past the
 # init maximum is an error code, with no output written; a node that mixes batch
-# elements is reported and never run; a sequence dim (not a leading one) is still
+# elements is reported and never run; transformer_encoder's batch, which its
+# attention moves and merges with the heads, is dynamic too; a sequence dim (not a leading one) is still
 # reported as a dynamic shape. The same under ASan+UBSan: migc's conversion and the
 # generated code. --dynamic INPUT makes a static export's batch symbolic. Fixtures: tests/fixtures/export_dynamic.py, cached in build/fixtures/dyn.
 # usage: tests/e2e/cpu_dynamic.sh BUILD_DIR [ASAN_BUILD_DIR]
@@ -23,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . tests/e2e/check_lib.sh
 if ! nice /usr/bin/python3 tests/fixtures/export_dynamic.py -o $FX \
-       --models "tiny_cnn,batch_mix,transformer_encoder,$(echo $MODELS | tr ' ' ,)" > "$work/fx.log" 2>&1; then
+       --models "tiny_cnn,batch_mix,transformer_encoder,transformer_encoder_batch,$(echo $MODELS | tr ' ' ,)" > "$work/fx.log" 2>&1; then
   echo "FAIL fixtures: $(tail -3 "$work/fx.log")"
   exit 1
 fi
@@ -60,8 +61,18 @@ check "--dynamic input: a static export (batch 2) runs batch 1, 2 and 5 in one b
 check "--dynamic naming no input, or an input --input-shape fixes: exit 2" bash -c "
   '$MIGC' convert samples/tiny_cnn.onnx --dynamic nope --cpu-only -o '$work/n1'; [ \$? -eq 2 ] &&
   '$MIGC' convert samples/tiny_cnn.onnx --dynamic input --input-shape input=1x3x32x32 --cpu-only -o '$work/n2'; [ \$? -eq 2 ]"
-check "a node mixing batch elements (softmax over the batch) is reported, and model_run stops there (exit 3)" bash -c "
-  '$MIGC' convert $FX/batch_mix_dyn.onnx --cpu-only -o '$work/mix' 2>&1 | grep -q \"'/Softmax' (Softmax): cpu: symbolic batch 'batch': it runs along the batch axis\" &&
+check "transformer_encoder, batch dynamic (seq 9): batch 1, 2, 5 in one binary match torch (the batch moves and merges with the heads)" bash -c "
+  '$MIGC' convert $FX/transformer_encoder_batch_dyn.onnx --cpu-only --strict -o '$work/teb' >/dev/null 2>&1 &&
+  make -s -C '$work/teb/cpu' WERROR=-Werror >/dev/null && for b in 1 2 5; do
+    '$work/teb/cpu/runner' --input input=$FX/transformer_encoder_batch_b\${b}s9_input.npy --output-dir '$work/teb/o'\$b &&
+    '$NPYCMP' '$work/teb/o'\$b/output.npy $FX/transformer_encoder_batch_b\${b}s9_output.npy --rel-max 1e-4 || exit 1; done"
+check "nodes mixing batch elements (softmax over it, flip, sum over a merge, concat along it) are each reported; model_run stops (exit 3)" bash -c "
+  '$MIGC' convert $FX/batch_mix_dyn.onnx --cpu-only -o '$work/mix' > '$work/mix.log' 2>&1
+  for w in \"'/Softmax' (Softmax): cpu: symbolic batch 'batch': it normalises along the batch axis\" \\
+           \"'/Slice' (Slice): cpu: symbolic batch 'batch': it slices the batch axis\" \\
+           \"(Concat): cpu: symbolic batch 'batch': it runs along the batch axis\" \\
+           \"(ReduceSum): cpu: symbolic batch 'batch': output\"; do grep -qF \"\$w\" '$work/mix.log' || exit 1; done
+  [ \$(grep -c 'symbolic batch' '$work/mix.log') -eq 4 ] &&
   make -s -C '$work/mix/cpu' >/dev/null && '$work/mix/cpu/runner' --input input=$FX/batch_mix_b3_input.npy --output-dir '$work/mix/o'
   [ \$? -eq 3 ]"
 check "a symbolic sequence dim (not a leading one) is reported as dynamic-shape, never frozen" bash -c "
