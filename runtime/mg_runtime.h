@@ -97,8 +97,8 @@ typedef struct {
   int (*set_threads)(void *instance, int n);
   /* A symbolic batch: n_dims is 1 and dim_names[0] its name (0 and NULL: static
    * shapes). An input i with in_batch[i] (an output j with out_batch[j]) has it as
-   * its leading axis; its shape and bytes above are those of batch 1. init and
-   * run above work at batch 1 (init's maximum); init_dims takes the largest
+   * its leading axis; its shape and bytes above are those of batch 1. init,
+   * run and run_trace above work at batch 1; init_dims takes the largest
    * batch the instance will run (max_dims[0] >= 1), run_dims the actual one
    * (1 <= dims[0] <= that maximum, else MG_RT_EARG), with buffers of dims[0]
    * times those bytes. output_dims then reports the actual batch. */

@@ -372,6 +372,18 @@ done:
   return 0;
 }
 
+void cg_batch_check_lengths(cg_ctx *c) {
+  mg_graph *g = c->g;
+  if (!c->batch.sym || !c->batch_why) return;
+  for (int j = 0; j < g->n_outputs; j++) {
+    const mg_value *v = g->outputs[j];
+    if (!c->batch.out_batch[j] || (!c->bounded[v->id] && c->rd_off[v->id] < 0)) continue;
+    for (int i = 0; i < g->n_nodes; i++)
+      if (g->nodes[i] == v->producer)
+        fail_node(c, i, str(c, "graph output '%s' has a run-time length in each batch element", v->name));
+  }
+}
+
 void cg_batch_free(cg_batch *bt) {
   mg_model_free(bt->probe);
   mg_free(bt->in_batch);

@@ -27,9 +27,9 @@ void cg_batch_header(cg_ctx *c, cg_buf *h, const char *p, const char *P) {
                 "int %s_init_dims(%s_t *m, const char *weights_path, const int64_t *max_dims);\n"
                 "/* Runs batch dims[0] (1 <= dims[0] <= the init maximum, else MG_RT_EARG before\n"
                 " * anything is written), with buffers of dims[0] times the batch-1 bytes.\n"
-                " * %s_run_v and %s_run_trace run at the init maximum (trace: batch element 0). */\n"
+                " * %s_run_v and %s_run_trace run batch 1, the shapes of %s_inputs/outputs. */\n"
                 "int %s_run_dims_v(%s_t *m, const int64_t *dims, const void *const *inputs, void *const *outputs);\n",
-                p, p, P, P, p, p, p, c->o->embed_weights ? " and _init_embedded" : "", p, p, p, p, p, p);
+                p, p, P, P, p, p, p, c->o->embed_weights ? " and _init_embedded" : "", p, p, p, p, p, p, p);
 }
 
 void cg_batch_source(cg_ctx *c, cg_buf *b, const char *p) {
@@ -81,7 +81,8 @@ void cg_batch_source(cg_ctx *c, cg_buf *b, const char *p) {
                 "  return run_batch(m, dims, in, out, 0, 0);\n}\n\n"
                 "int %s_run_trace(%s_t *m, const void *const *in, void *const *out, mg_rt_trace_fn trace,\n"
                 "                 void *tctx) {\n"
-                "  return m ? run_batch(m, m->max_dims, in, out, trace, tctx) : MG_RT_EARG;\n}\n\n"
+                "  static const int64_t one[1] = {1};\n"
+                "  return run_batch(m, one, in, out, trace, tctx);\n}\n\n"
                 "static int desc_init_dims(void *m, const char *weights_path, const int64_t *max_dims) {\n"
                 "  return %s_init_dims((%s_t *)m, weights_path, max_dims);\n}\n"
                 "static int desc_run_dims(void *m, const int64_t *dims, const void *const *in, void *const *out) {\n"

@@ -106,6 +106,9 @@ int cg_batch_begin(cg_batch *bt, mg_model *m, int fold_bn, mg_diags *d);
 /* After lowering m: pairs its nodes with the copy's and fills c->batch_why and
  * c->batch.out_batch (cg_batch.c's rules); frees the copy. 0, or -1 on OOM. */
 int cg_batch_check(cg_ctx *c);
+/* After cg_bound_dynamic: a batch-carrying graph output of run-time length (its
+ * elements would not lie one after another) fails its producer. */
+void cg_batch_check_lengths(cg_ctx *c);
 void cg_batch_free(cg_batch *bt);
 /* With a symbolic batch (nothing otherwise): model.h's dims API (cg_batch_emit.c),
  * model.c's batch loop, init_dims, run_dims_v and run_trace (after run_one, the

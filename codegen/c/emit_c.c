@@ -631,7 +631,8 @@ static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report
     return -1;
   }
   if (cg_lower(m, !o->no_fold_bn, &r->n_folded, &r->n_bn_folded, d)) return -1;
-  if (ctx_init(c, m, o, d) || cg_batch_check(c) || (bound_runtime_lengths(c), 0) || cg_bound_dynamic(c) || cg_fuse(c, r) ||
+  if (ctx_init(c, m, o, d) || cg_batch_check(c) || (bound_runtime_lengths(c), 0) || cg_bound_dynamic(c) ||
+      (cg_batch_check_lengths(c), 0) || cg_fuse(c, r) ||
       cg_prepare_weights(c) || cg_plan(c, r)) {
     mg_error(d, OOM, NULL, NULL, "out of memory generating C");
     return -1;

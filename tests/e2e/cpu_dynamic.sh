@@ -85,26 +85,36 @@ check "--max-dim batch=0: exit 2" bash -c "
   '$MIGC' convert samples/tiny_cnn.onnx --cpu-only -o '$work/tc' >/dev/null 2>&1 && make -s -C '$work/tc/cpu' >/dev/null &&
   '$work/tc/cpu/runner' --input input=$FX/tiny_cnn_b2_input.npy --output-dir '$work/tc/o' --max-dim batch=0
   [ \$? -eq 2 ]"
+check "--trace: batch 1 writes every node's output, batch 2 is refused (exit 2)" bash -c "
+  '$work/tc/cpu/runner' --input input=$FX/tiny_cnn_b1_input.npy --output-dir '$work/tc/o1' --trace '$work/tc/t1' &&
+  ls '$work/tc/t1' | grep -q npy && '$NPYCMP' '$work/tc/o1/logits.npy' $FX/tiny_cnn_b1_output.npy --rel-max 1e-4 &&
+  { '$work/tc/cpu/runner' --input input=$FX/tiny_cnn_b2_input.npy --output-dir '$work/tc/o2' --trace '$work/tc/t2'; [ \$? -eq 2 ]; }"
 
 if [ -n "$ASAN" ]; then
-  # the generated code with the sanitizers: tiny_cnn (fast), converted by the sanitized migc
+  # the generated code with the sanitizers (small models: fast), converted by the sanitized migc
   SAN="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   check "ASan+UBSan migc: resnet18 with a symbolic batch converts, no report" bash -c \
     "'$ASAN/migc' convert $FX/resnet18_dyn.onnx --cpu-only --strict -o '$work/asan_r18' 2>&1 | grep -q ', 0 not converted'"
-  d=$work/asan_tiny
-  if "$ASAN/migc" convert samples/tiny_cnn.onnx --cpu-only --strict -o "$d" > "$work/asan.log" 2>&1 &&
-     make -s -C "$d/cpu" OPT="$SAN" LDFLAGS="-fsanitize=address,undefined" > "$work/asan.log" 2>&1; then
-    for b in 1 2 5; do
-      check "ASan+UBSan: tiny_cnn batch $b matches torch" bash -c "
-        '$d/cpu/runner' --input input=$FX/tiny_cnn_b${b}_input.npy --output-dir '$d/o$b' --max-dim batch=5 &&
-        '$NPYCMP' '$d/o$b/logits.npy' $FX/tiny_cnn_b${b}_output.npy --rel-max 1e-4"
+  # asan NAME ONNX OUTPUT MAX TAGS...: the sanitized migc converts ONNX, the project
+  # builds with the sanitizers, and one binary initialised for batch MAX runs each
+  # TAG's input (the last one's batch: MAX)
+  asan() {
+    local m=$1 f=$2 o=$3 max=$4 d=$work/asan_$1 b; shift 4
+    if ! "$ASAN/migc" convert "$f" --cpu-only --strict -o "$d" > "$work/asan.log" 2>&1 ||
+       ! make -s -C "$d/cpu" OPT="$SAN" LDFLAGS="-fsanitize=address,undefined" > "$work/asan.log" 2>&1; then
+      fail=$((fail + 1)); echo "FAIL ASan+UBSan $m project"; head -5 "$work/asan.log"; return
+    fi
+    for b in "$@"; do
+      check "ASan+UBSan: $m batch $b matches torch" bash -c "
+        '$d/cpu/runner' --input input=$FX/${m}_b${b}_input.npy --output-dir '$d/o$b' --max-dim batch=$max &&
+        '$NPYCMP' '$d/o$b/$o.npy' $FX/${m}_b${b}_output.npy --rel-max 1e-4"
     done
-    check "ASan+UBSan: batch 5 past a maximum of 2 is an error, nothing touched out of bounds" bash -c "
-      '$d/cpu/runner' --input input=$FX/tiny_cnn_b5_input.npy --output-dir '$d/past' --max-dim batch=2; [ \$? -eq 3 ]"
-  else
-    fail=$((fail + 1)); echo "FAIL ASan+UBSan tiny_cnn project"; head -5 "$work/asan.log"
-  fi
+    check "ASan+UBSan: $m, a batch past a maximum of 1 is an error, nothing touched out of bounds" bash -c "
+      '$d/cpu/runner' --input input=$FX/${m}_b${@: -1}_input.npy --output-dir '$d/past' --max-dim batch=1; [ \$? -eq 3 ]"
+  }
+  asan tiny_cnn samples/tiny_cnn.onnx logits 5 1 2 5
+  asan transformer_encoder_batch $FX/transformer_encoder_batch_dyn.onnx output 5 1s9 5s9
 fi
 [ -f "$work/figures" ] && sed 's/^/     /' "$work/figures"
 echo "$pass passed, $fail failed"

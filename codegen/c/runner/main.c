@@ -603,6 +603,11 @@ int main(int argc, char **argv) {
     ios[i].bytes *= (size_t)dims[0];
   }
   if (md->n_dims && !max_dims[0]) max_dims[0] = dims[0];
+  if (md->n_dims && trace_dir && dims[0] != 1) { /* run_trace runs batch 1 */
+    fprintf(stderr, "runner: --trace runs batch 1; the inputs hold batch %lld\n", (long long)dims[0]);
+    rc = 2;
+    goto done;
+  }
   for (i = 0; i < md->n_inputs; i++) {
     int j, found = -1;
     for (j = 0; j < n_in; j++)
