@@ -95,6 +95,11 @@ int cg_batch_begin(cg_batch *bt, mg_model *m, int fold_bn, mg_diags *d) {
     /* the graph takes batch 1 only (its shapes fix it): say why, with the first error */
     const char *why = "it cannot be prepared at another batch size";
     for (size_t i = 0; i < quiet.count; i++)
+      if (quiet.items[i].code == MG_D_OOM) { /* not the model's fault: a failed conversion */
+        mg_diags_free(&quiet);
+        return -1;
+      }
+    for (size_t i = 0; i < quiet.count; i++)
       if (quiet.items[i].severity == MG_SEV_ERROR) {
         why = mg_arena_strdup(&m->arena, quiet.items[i].message);
         bt->fail_node = quiet.items[i].node ? mg_arena_strdup(&m->arena, quiet.items[i].node) : NULL;
