@@ -65,6 +65,9 @@ static void help(FILE *f) {
           "  --max-output-bytes N   refuse a checkpoint larger than N bytes (K, M, G, T;\n"
           "                         default 64x the weights file, 256M to 64G)\n"
           "  --input-shape N=DIMS   fix graph input N's shape (e.g. input=1x3x224x224)\n"
+          "  --dynamic INPUT        INPUT's leading dim is a symbolic batch ('batch'), as an\n"
+          "                         export's dynamic_axes names it (those stay symbolic anyway):\n"
+          "                         cpu/ then runs any batch (model_init_dims, model_run_dims_v)\n"
           "  --embed-weights        weights as a const array in cpu/model_weights.c\n"
           "  --prefix NAME          C prefix of the generated API (default: model)\n"
           "  --string-pool BYTES    per-instance pool for strings made at run time\n"
@@ -268,6 +271,8 @@ typedef struct {
   int force;               /* --force: replace what an earlier conversion wrote */
   double max_output_bytes; /* --max-output-bytes; 0: wt_default_output_limit */
   mg_shape_override ov[32];
+  const char *dynamic[32]; /* --dynamic INPUT: its leading dim becomes the symbolic batch */
+  int n_dynamic;
   int want[MAP_TARGET_COUNT]; /* the targets --strict judges: cpu, ascend, mindspore */
   mg_diags d;
   mg_model *m;
@@ -352,6 +357,7 @@ static int parse_args(int argc, char **argv, convert_job *j) {
       }
       j->o.string_pool_bytes = (size_t)v;
     }
+    else if (!strcmp(a, "--dynamic") && more && j->n_dynamic < 32) j->dynamic[j->n_dynamic++] = argv[++i];
     else if (!strcmp(a, "--input-shape") && more && j->n_ov < 32) {
       char *eq = strchr(argv[++i], '=');
       if (!eq || eq == argv[i] || mg_shape_parse(eq + 1, &j->ov[j->n_ov].shape)) {
@@ -445,10 +451,38 @@ static int begin_coverage(convert_job *j) {
   return 0;
 }
 
+/* --dynamic: each named graph input's leading dim becomes the symbol "batch", so
+ * that it stays symbolic through preparation. 0, or -1 with a usage diagnostic. */
+static int mark_dynamic(convert_job *j) {
+  mg_graph *g = j->m->graph;
+  for (int k = 0; k < j->n_dynamic; k++) {
+    mg_value *v = NULL;
+    for (int i = 0; i < g->n_inputs; i++)
+      if (!strcmp(g->inputs[i]->name, j->dynamic[k])) v = g->inputs[i];
+    for (int i = 0; v && i < j->n_ov; i++)
+      if (!strcmp(j->ov[i].name, j->dynamic[k])) {
+        mg_error(&j->d, USAGE, j->dynamic[k], NULL, "--dynamic and --input-shape name the same input");
+        return -1;
+      }
+    if (!v || v->shape.rank < 1) {
+      mg_error(&j->d, USAGE, j->dynamic[k], NULL, "--dynamic %s names no graph input with a leading dim",
+               j->dynamic[k]);
+      return -1;
+    }
+    v->shape.d[0].v = -1;
+    v->shape.d[0].sym = "batch";
+  }
+  return 0;
+}
+
 /* mg_prepare with the input shapes, binding the weights before constant folding,
  * so that what folding computes from them (an LSTM's sliced gates in a PRESERVE
  * export) is computed from the .pth. */
 static int prepare_model(convert_job *j) {
+  if (j->m && mark_dynamic(j)) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
+  }
   bind_step bs = {j->src, j->weights, NULL, 0, j->want[MAP_TARGET_MINDSPORE] && !j->cpu_only, NULL};
   int bad = !j->m || mg_prepare_with(j->m, j->ov, j->n_ov, bind_step_run, &bs, &j->d);
   j->binds = bs.binds, j->n_binds = bs.n_binds;
@@ -740,7 +774,7 @@ int cmd_convert(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
-  convert_job j = {.targets = "cpu", .o = {.prefix = "model"}, .rc = EXIT_OK,
+  convert_job j = {.targets = "cpu", .o = {.prefix = "model", .symbolic_batch = 1}, .rc = EXIT_OK,
                    .ms_runtime = MS_PACKAGE_DEFAULT_RUNTIME, .model_algorithm = MS_PACKAGE_DEFAULT_ALGORITHM};
   int rc = parse_args(argc, argv, &j);
   if (rc != EXIT_OK) return rc;

@@ -60,7 +60,7 @@ float mg_rt_bf16_to_f32(uint16_t h);
 uint16_t mg_rt_f32_to_bf16(float f);
 
 /* A generated model as the runner sees it (one per model in a project; the
- * conformance runner links many). Shapes are static. Functions return 0 on
+ * conformance runner links many). Shapes are static but for a symbolic batch. Functions return 0 on
  * success and a nonzero MG_RT_E* code otherwise. */
 enum { MG_RT_OK = 0, MG_RT_EIO = 1, MG_RT_EFORMAT = 2, MG_RT_ENOMEM = 3, MG_RT_EARG = 4,
        MG_RT_EUNSUPPORTED = 5, MG_RT_EDEVICE = 6, MG_RT_ELAYOUT = 7 };
@@ -95,6 +95,18 @@ typedef struct {
   const int64_t *(*output_dims)(void *instance, int output);
   /* Runs the model on n threads from now on (NULL: one thread only). */
   int (*set_threads)(void *instance, int n);
+  /* A symbolic batch: n_dims is 1 and dim_names[0] its name (0 and NULL: static
+   * shapes). An input i with in_batch[i] (an output j with out_batch[j]) has it as
+   * its leading axis; its shape and bytes above are those of batch 1. init,
+   * run and run_trace above work at batch 1; init_dims takes the largest
+   * batch the instance will run (max_dims[0] >= 1), run_dims the actual one
+   * (1 <= dims[0] <= that maximum, else MG_RT_EARG), with buffers of dims[0]
+   * times those bytes. output_dims then reports the actual batch. */
+  int n_dims;
+  const char *const *dim_names;
+  const char *in_batch, *out_batch;
+  int (*init_dims)(void *instance, const char *weights_path, const int64_t *max_dims);
+  int (*run_dims)(void *instance, const int64_t *dims, const void *const *inputs, void *const *outputs);
 } mg_rt_model;
 
 /* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit

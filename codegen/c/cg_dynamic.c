@@ -75,7 +75,7 @@ static int norm(int64_t axis, int rank, int *out) {
 
 /* ------------------------------------------------------------ rules */
 
-static int elementwise_op(mg_op op) {
+int cg_elementwise_op(mg_op op) {
   switch (op) {
   case MG_OP_Abs: case MG_OP_Acos: case MG_OP_Acosh: case MG_OP_Asin: case MG_OP_Asinh: case MG_OP_Atan:
   case MG_OP_Atanh: case MG_OP_BitwiseNot: case MG_OP_Ceil: case MG_OP_Celu: case MG_OP_Cos: case MG_OP_Cosh:
@@ -771,7 +771,7 @@ static int rule_of(rule_ctx *r) {
   case MG_OP_ReduceLogSumExp: case MG_OP_ReduceSumSquare:
     return rule_reduce(r);
   default:
-    if (elementwise_op(n->op)) {
+    if (cg_elementwise_op(n->op)) {
       if (n->op == MG_OP_Dropout) {
         r->out[0] = (dshape){0};
         din(r->c, n->in[0], &r->out[0]);

@@ -39,6 +39,18 @@ typedef struct {
   int kind, mr;    /* mg_conv_prep, panel height */
 } cg_prep;
 
+/* A symbolic batch (cg_batch.c): the model is emitted for one batch element and
+ * model_run loops over the caller's batch. */
+typedef struct {
+  const char *sym;        /* the symbol ("batch"); NULL: no symbolic batch */
+  int n_inputs;
+  char *in_batch;         /* by graph input: its leading axis is the batch */
+  char *out_batch;        /* by graph output: the same */
+  mg_model *probe;        /* until cg_batch_check: the model at another batch size */
+  const char *whole_why;  /* the probe could not be made: why */
+  const char *fail_node;  /* and at which node, if the diagnostic said */
+} cg_batch;
+
 struct cg_ctx {
   mg_model *m;
   mg_graph *g;
@@ -80,9 +92,33 @@ struct cg_ctx {
   cg_prep *prep;          /* by node id: weights prepared at conversion */
   int n_prep;             /* nodes that have them */
   int probing;            /* cg_unsupported records nothing (cg_prepare asks emitters' checks) */
+  cg_batch batch;         /* a symbolic batch, if the model has one */
+  const char **batch_why; /* by node id: why it does not keep batch elements apart (NULL: it does) */
   const mg_node *cur;     /* node being emitted */
   int cur_failed;
 };
+
+/* Before lowering: when every unknown dim of m's inputs is a leading one named
+ * by one symbol, records it in bt, prepares a copy of m at another batch size
+ * (lowered like m, with fold_bn) and prepares m at batch 1. bt zeroed and m
+ * untouched otherwise. 0, or -1 on OOM or when m cannot be prepared at batch 1. */
+int cg_batch_begin(cg_batch *bt, mg_model *m, int fold_bn, mg_diags *d);
+/* After lowering m: pairs its nodes with the copy's and fills c->batch_why and
+ * c->batch.out_batch (cg_batch.c's rules); frees the copy. 0, or -1 on OOM. */
+int cg_batch_check(cg_ctx *c);
+/* After cg_bound_dynamic: a batch-carrying graph output of run-time length (its
+ * elements would not lie one after another) fails its producer. */
+void cg_batch_check_lengths(cg_ctx *c);
+void cg_batch_free(cg_batch *bt);
+/* With a symbolic batch (nothing otherwise): model.h's dims API (cg_batch_emit.c),
+ * model.c's batch loop, init_dims, run_dims_v and run_trace (after run_one, the
+ * code of one batch element), and the dims fields of the mg_rt_model initializer. */
+void cg_batch_header(cg_ctx *c, cg_buf *h, const char *p, const char *P);
+void cg_batch_source(cg_ctx *c, cg_buf *b, const char *p);
+const char *cg_batch_desc_tail(cg_ctx *c, const char *p);
+/* Whether op computes each output element from the input elements at the same
+ * (broadcast) coordinates. */
+int cg_elementwise_op(mg_op op);
 
 /* Fusion decisions (act, silu_mul, absorbed, redirect) and the plan (place,
  * buffers, arena_bytes, lower_bound, weights_bytes). */

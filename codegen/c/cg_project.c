@@ -172,8 +172,10 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  mg_rt_string_pool strings;     /* %s_STRING_POOL_BYTES, after the scratch */\n"
                 "  int64_t out_dims[%d];           /* every output's dims after the last run */\n"
                 "  mg_pool *pool;                 /* %s_set_threads' threads (NULL: one) */\n"
+                "%s"
                 "} %s_t;\n\n",
-                P, p, P, n_out_dims ? n_out_dims : 1, p, p);
+                P, p, P, n_out_dims ? n_out_dims : 1, p,
+                c->batch.sym ? "  int64_t max_dims[1];           /* the largest batch, from init */\n" : "", p);
   cg_buf_printf(&h,
                 "/* The most threads %s_set_threads takes (migc convert --threads N), and how\n"
                 " * many %s_init starts. */\n#define %s_MAX_THREADS %d\n"
@@ -192,6 +194,7 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
     cg_buf_printf(&h, "/* Uses the weights compiled into weights.c; allocates the workspace. */\n"
                       "int %s_init_embedded(%s_t *m);\n", p, p);
   cg_buf_printf(&h, "void %s_free(%s_t *m);\n", p, p);
+  cg_batch_header(c, &h, p, P);
   cg_buf_printf(&h, "/* Inputs and outputs in graph order, dense C order, as in %s_inputs/outputs. */\n", p);
   cg_buf_printf(&h, "int %s_run_v(%s_t *m, const void *const *inputs, void *const *outputs);\n", p, p);
   cg_buf_printf(&h, "/* The same, calling trace after every node with its output (for layer-by-layer\n"
@@ -204,7 +207,9 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 " * whose buffer holds the most and whose data is dense in these dims. */\n"
                 "const int64_t *%s_output_dims(const %s_t *m, int output);\n",
                 p, any_bounded ? " (this model has one)" : " (this model has none)", p, p);
-  cg_buf_printf(&h, "int %s_run(%s_t *m", p, p);
+  if (c->batch.sym)
+    cg_buf_printf(&h, "/* %s_run_dims_v with typed buffers: dims[0] is the batch. */\n", p);
+  cg_buf_printf(&h, "int %s_run(%s_t *m%s", p, p, c->batch.sym ? ", const int64_t *dims" : "");
   for (int i = 0; i < g->n_inputs; i++) {
     char id[96], ty[64];
     io_ident(g, 0, i, id, sizeof id);
@@ -250,8 +255,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  m->strings.base = (char *)(base + %s_ARENA_BYTES + scratch_floats() * %s_MAX_THREADS * sizeof(float));\n"
                 "  m->strings.cap = %s_STRING_POOL_BYTES;\n"
                 "  m->strings.used = 0;\n"
-                "  memcpy(m->out_dims, %s_out_dims_init, sizeof m->out_dims);\n}\n\n",
-                p, P, P, P, P, p);
+                "  memcpy(m->out_dims, %s_out_dims_init, sizeof m->out_dims);\n%s}\n\n",
+                p, P, P, P, P, p, c->batch.sym ? "  m->max_dims[0] = 1;\n" : "");
   cg_buf_printf(&b,
                 "const int64_t *%s_output_dims(const %s_t *m, int output) {\n"
                 "  if (!m || output < 0 || output >= %s_N_OUTPUTS) return 0;\n"
@@ -346,23 +351,27 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  if (!m) return;\n  %s\n  free(m->owned_workspace);\n  free(m->owned_weights);\n"
                 "  memset(m, 0, sizeof *m);\n}\n\n",
                 p, p, cg_threads(c) > 1 ? "mg_pool_stop(m->pool);" : "/* one thread: no pool */");
+  /* a symbolic batch: this is one element's code, cg_batch_source loops over them */
+  if (c->batch.sym) cg_buf_printf(&b, "static int run_one(%s_t *m", p);
+  else cg_buf_printf(&b, "int %s_run_trace(%s_t *m", p, p);
   cg_buf_printf(&b,
-                "int %s_run_trace(%s_t *m, const void *const *in, void *const *out, mg_rt_trace_fn trace,\n"
+                ", const void *const *in, void *const *out, mg_rt_trace_fn trace,\n"
                 "                 void *tctx) {\n"
                 "  unsigned char *A;\n  const unsigned char *W;\n"
                 "  if (!m || !m->arena || (%s_WEIGHTS_BYTES && !m->weights)) return MG_RT_EARG;\n"
                 "  A = m->arena;\n  W = m->weights;\n  (void)A;\n  (void)W;\n  (void)in;\n  (void)out;\n"
                 "  (void)trace;\n  (void)tctx;\n  m->strings.used = 0;\n",
-                p, p, P);
+                P);
   /* the actual dims of the values of run-time length (codegen/c/cg_dynamic.c) */
   if (c->n_rd) cg_buf_printf(&b, "  int64_t rd[%d];\n", c->n_rd);
   if (c->body.s) cg_buf_printf(&b, "%s", c->body.s);
   cg_buf_printf(&b, "  return MG_RT_OK;\n}\n\n");
+  cg_batch_source(c, &b, p);
   cg_buf_printf(&b,
                 "int %s_run_v(%s_t *m, const void *const *in, void *const *out) {\n"
                 "  return %s_run_trace(m, in, out, 0, 0);\n}\n\n",
                 p, p, p);
-  cg_buf_printf(&b, "int %s_run(%s_t *m", p, p);
+  cg_buf_printf(&b, "int %s_run(%s_t *m%s", p, p, c->batch.sym ? ", const int64_t *dims" : "");
   for (int i = 0; i < g->n_inputs; i++) {
     char id[96], ty[64];
     io_ident(g, 0, i, id, sizeof id);
@@ -385,7 +394,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
     io_ident(g, 1, i, id, sizeof id);
     cg_buf_printf(&b, "  out[%d] = out_%s;\n", i, id);
   }
-  cg_buf_printf(&b, "  return %s_run_v(m, in, out);\n}\n\n", p);
+  if (c->batch.sym) cg_buf_printf(&b, "  return %s_run_dims_v(m, dims, in, out);\n}\n\n", p);
+  else cg_buf_printf(&b, "  return %s_run_v(m, in, out);\n}\n\n", p);
   io_table(c, &b, p, "input", g->inputs, g->n_inputs);
   io_table(c, &b, p, "output", g->outputs, g->n_outputs);
   cg_buf_printf(&b, "static int desc_init(void *m, const char *weights_path) {\n");
@@ -404,8 +414,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  return %s_run_trace((%s_t *)m, in, out, t, x);\n}\n",
                 p, p, p, p, p, p, p, p);
   cg_buf_printf(&b, "static int desc_set_threads(void *m, int n) { return %s_set_threads((%s_t *)m, n); }\n", p, p);
-  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free,\n  desc_trace, desc_output_dims, desc_set_threads};\n",
-                p, p, g->n_inputs, g->n_outputs, p, p, p);
+  cg_buf_printf(&b, "const mg_rt_model %s_desc = {\"%s\", %d, %d, %s_inputs, %s_outputs, sizeof(%s_t), desc_init, desc_run, desc_free,\n  desc_trace, desc_output_dims, desc_set_threads, %s};\n",
+                p, p, g->n_inputs, g->n_outputs, p, p, p, cg_batch_desc_tail(c, p));
   if (h.failed || b.failed) {
     cg_buf_free(&h);
     cg_buf_free(&b);

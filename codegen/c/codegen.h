@@ -2,9 +2,12 @@
  * into a self-contained C99 project. The per-op emitters it calls are declared in
  * cg.h; the pipeline, in emit_c():
  *
+ *   cg_batch_begin    a symbolic batch: prepared at batch 1, and a copy at batch 7
  *   cg_lower          lowering (codegen/common/lower.h): control flow, gradients,
  *                     sequences; fold what the interpreter can evaluate on
  *                     constants, fold BatchNormalization into the Conv before it
+ *   cg_batch_check    the copy's nodes paired with m's: every node keeps batch
+ *                     elements apart, or is reported (model_run loops over the batch)
  *   cg_bound_dynamic  values of run-time length planned at their largest shape
  *   check nodes       every value planned and of a supported type
  *   cg_fuse           activations into the producer that can apply them
@@ -26,6 +29,8 @@ typedef struct {
   size_t string_pool_bytes; /* per-instance pool for run-time strings; 0: 1 MiB */
   int pack_mr;         /* prepared weights' panel height: 0 the micro-kernel's of the
                           machine migc runs on, -1 no prepared weights */
+  int symbolic_batch;  /* keep a symbolic leading input dim (cg_batch.c) instead of
+                          reporting it as a dynamic shape */
   int threads;         /* --threads N: the most threads model_set_threads may ask for,
                           and how many model_init starts (0 or 1: one, no pthreads) */
 } cg_options;

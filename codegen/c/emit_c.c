@@ -375,6 +375,8 @@ static int value_ok(cg_ctx *c, const mg_node *n, const mg_value *v) {
 
 /* Whether n can be emitted at all (the emitter checks the rest); records why not. */
 static int check_node(cg_ctx *c, const mg_node *n) {
+  if (c->batch_why && c->batch_why[n->id])
+    return !cg_unsupported(c, n, "symbolic batch '%s': %s", c->batch.sym, c->batch_why[n->id]);
   if (c->dyn_node[n->id] == DYN_FAILED)
     return !cg_unsupported(c, n, "run-time length: %s", c->dyn_guard[n->id] ? c->dyn_guard[n->id] : "no rule");
   for (int i = 0; i < n->n_attr; i++)
@@ -556,6 +558,8 @@ static void ctx_free(cg_ctx *c) {
   mg_free(c->vbound);
   mg_free(c->n_vbound);
   mg_free(c->vexact);
+  mg_free(c->batch_why);
+  cg_batch_free(&c->batch);
 }
 
 /* Emits every node and the trailing copies; returns the count of unsupported nodes. */
@@ -622,8 +626,13 @@ static void bound_runtime_lengths(cg_ctx *c) {
 static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report *r, mg_diags *d) {
   memset(c, 0, sizeof *c);
   mg_arena_init(&c->strings, 1 << 16);
+  if (o->symbolic_batch && cg_batch_begin(&c->batch, m, !o->no_fold_bn, d)) {
+    if (!d->errors) mg_error(d, OOM, NULL, NULL, "out of memory generating C");
+    return -1;
+  }
   if (cg_lower(m, !o->no_fold_bn, &r->n_folded, &r->n_bn_folded, d)) return -1;
-  if (ctx_init(c, m, o, d) || (bound_runtime_lengths(c), 0) || cg_bound_dynamic(c) || cg_fuse(c, r) ||
+  if (ctx_init(c, m, o, d) || cg_batch_check(c) || (bound_runtime_lengths(c), 0) || cg_bound_dynamic(c) ||
+      (cg_batch_check_lengths(c), 0) || cg_fuse(c, r) ||
       cg_prepare_weights(c) || cg_plan(c, r)) {
     mg_error(d, OOM, NULL, NULL, "out of memory generating C");
     return -1;
@@ -632,7 +641,7 @@ static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report
 }
 
 int cg_check_model(mg_model *m, mg_diags *d) {
-  cg_options o = {.prefix = "model"};
+  cg_options o = {.prefix = "model", .symbolic_batch = 1};
   cg_report r = {0};
   cg_ctx c;
   int rc = cg_prepare_ctx(&c, m, &o, &r, d);

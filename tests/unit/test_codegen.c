@@ -63,7 +63,7 @@ static int has_tmp(const char *dir) {
 /* Fails allocation N = 1, 2, ... inside emit_c until it succeeds: every failure
  * must be reported (return -1 with an error recorded), leak nothing (ASan build)
  * and leave no temporary file behind. */
-static void sweep(const char *model, const char *input, const char *shape) {
+static void sweep(const char *model, const char *input, const char *shape, int symbolic_batch) {
   char dir[] = "/tmp/migc-test-codegen-XXXXXX";
   assert_non_null(mkdtemp(dir));
   int failures = 0;
@@ -72,7 +72,7 @@ static void sweep(const char *model, const char *input, const char *shape) {
     mg_diags_init(&d);
     mg_model *m = load(model, input, shape, &d);
     assert_non_null(m);
-    cg_options o = {.prefix = "model"};
+    cg_options o = {.prefix = "model", .symbolic_batch = symbolic_batch};
     cg_report r;
     mg_fault_fail_at(n, 1);
     int rc = emit_c(m, &o, dir, &r, &d);
@@ -189,9 +189,12 @@ static void test_allocation_failures(void **state) {
   (void)state;
   char path[4096];
   snprintf(path, sizeof path, "%s/samples/tiny_cnn_preserve.onnx", source_dir());
-  sweep(path, "input", "1x3x32x32");
+  sweep(path, "input", "1x3x32x32", 0);
   snprintf(path, sizeof path, "%s/../shared/onnx-conformance/light/light_squeezenet.onnx", source_dir());
-  sweep(path, NULL, NULL);
+  sweep(path, NULL, NULL, 0);
+  /* the symbolic batch: the copy at another batch, its preparation and lowering */
+  snprintf(path, sizeof path, "%s/samples/tiny_cnn.onnx", source_dir());
+  sweep(path, NULL, NULL, 1);
 }
 
 /* The plan never goes under the lower bound (it is one), and stays within 1.25x
@@ -247,6 +250,37 @@ static void test_lowering_counts(void **state) {
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A symbolic batch keeps the static batch-1 plan: the same arena and lower bound,
+ * every node converted; without symbolic_batch the same model is reported. */
+static void test_symbolic_batch_plan(void **state) {
+  (void)state;
+  char path[4096], dir[] = "/tmp/migc-test-batch-XXXXXX";
+  snprintf(path, sizeof path, "%s/samples/tiny_cnn.onnx", source_dir());
+  assert_non_null(mkdtemp(dir));
+  cg_report st, dy, off;
+  for (int k = 0; k < 3; k++) {
+    mg_diags d;
+    mg_diags_init(&d);
+    /* the symbolic one last: its model.h stays in dir */
+    mg_model *m = load(path, "input", k == 1 ? "1x3x32x32" : NULL, &d);
+    assert_non_null(m);
+    cg_options o = {.prefix = "model", .no_runner = 1, .symbolic_batch = k == 2};
+    assert_int_equal(emit_c(m, &o, dir, k == 0 ? &off : k == 1 ? &st : &dy, &d), 0);
+    mg_model_free(m);
+    mg_diags_free(&d);
+  }
+  assert_int_equal(dy.n_unsupported, 0);
+  assert_int_equal(dy.arena_bytes, st.arena_bytes);
+  assert_int_equal(dy.lower_bound, st.lower_bound);
+  assert_true(off.n_unsupported > 0);
+  char *h = slurp(dir, "model.h");
+  assert_non_null(h);
+  assert_non_null(strstr(h, "int model_init_dims(model_t *m, const char *weights_path, const int64_t *max_dims);"));
+  assert_non_null(strstr(h, "#define MODEL_N_DIMS 1"));
+  mg_free(h);
+  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lowering_counts),
@@ -254,6 +288,7 @@ int main(void) {
       cmocka_unit_test(test_clone),
       cmocka_unit_test(test_plan_near_lower_bound),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_symbolic_batch_plan),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

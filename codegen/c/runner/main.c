@@ -1,7 +1,8 @@
 /* The runner migc ships with every generated CPU project (copied verbatim).
  *
  *   runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]
- *          [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--profile N] [--list]
+ *          [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--profile N] [--max-dim NAME=N]
+ *          [--list]
  *
  * It reads each graph input from a .npy file (dtype and shape must match the
  * model exactly; string inputs are numpy unicode arrays, '<U<n>', passed to the
@@ -9,12 +10,14 @@
  * to a temporary file, then renamed; D is created if missing). With --repeat N it then runs N more timed
  * inferences and prints "median_ms X" (with --cpu-time also "median_cpu_ms X", the
  * process's CPU time per run, which a busy machine inflates less). --threads N runs
- * the model on N threads (up to what it was converted for). With --trace DIR the run also writes every
+ * the model on N threads (up to what it was converted for). A model with a symbolic
+ * batch takes its batch from the inputs' leading axis (every batch input must
+ * agree), is initialised for that batch or for --max-dim BATCH=N's, and runs at it. With --trace DIR the run also writes every
  * node's output to DIR/<value name>.npy, for layer-by-layer comparison. With --profile N it runs N more
  * times through the trace hook and prints each node's median time (with --cpu-time,
  * the process's CPU time), slowest first
  * (the time between one node's hook and the next: the node, with any activation
- * fused into it). The weights file defaults to the one
+ * fused into it). --trace and --profile take batch 1 only. The weights file defaults to the one
  * written next to the runner. Exit status: 0 ok, 2 bad input or usage, 3 a
  * failure inside the model. The models it serves are listed in models.c. */
 #define _POSIX_C_SOURCE 200809L
@@ -172,14 +175,36 @@ static void *read_unicode(FILE *f, const char *path, size_t count, size_t width,
 
 static void usage(FILE *f) {
   fprintf(f, "usage: runner [--model NAME] [--weights FILE] --input NAME=x.npy... [--output-dir D]\n"
-             "              [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--profile N] [--list]\n"
+             "              [--repeat N [--cpu-time]] [--threads N] [--trace DIR] [--profile N]\n"
+             "              [--max-dim NAME=N] [--list]\n"
              "Runs the generated model on .npy inputs and writes D/<output>.npy; with --repeat N\n"
              "also times N runs after one warm-up and prints 'median_ms X' (--cpu-time: also\n"
              "'median_cpu_ms X', CPU time per run); --trace DIR writes every node's output to\n"
              "DIR/<value name>.npy; --profile N runs N more times and prints each node's median\n"
              "time (--cpu-time: CPU time), slowest first, as 'profile RANK MS SHARE%% NAME'.\n"
              "A bfloat16 input or output is exchanged as a float32 .npy (numpy has no\n"
-             "bfloat16), rounded to nearest even.\n");
+             "bfloat16), rounded to nearest even. A model with a symbolic batch runs at the\n"
+             "batch of its inputs' leading axis; --max-dim BATCH=N initialises it for up to N\n"
+             "(a larger input batch then fails: exit 3). --trace and --profile take batch 1.\n");
+}
+
+/* The leading dim of the .npy at path (0 for a scalar), or -1 if it cannot be read. */
+static long long npy_leading_dim(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char header[4096], *p;
+  size_t n;
+  long long d = -1;
+  if (!f) return -1;
+  n = fread(header, 1, sizeof header - 1, f);
+  fclose(f);
+  header[n] = 0;
+  if (n < 10 || memcmp(header, "\x93NUMPY", 6)) return -1;
+  p = strstr(header + 10, "'shape':");
+  if (p && (p = strchr(p, '('))) {
+    for (p++; *p == ' '; p++) continue;
+    d = *p == ')' ? 0 : *p >= '0' && *p <= '9' ? strtoll(p, NULL, 10) : -1;
+  }
+  return d;
 }
 
 /* Reads an .npy whose dtype and shape must equal io's; returns a malloc'd buffer
@@ -552,13 +577,25 @@ out:
   return rc;
 }
 
+/* One inference: at dims for a model with a symbolic batch, else at its shapes. */
+static int run_model(const mg_rt_model *md, void *inst, const int64_t *dims, void **inputs, void **outputs) {
+  if (md->n_dims) return md->run_dims(inst, dims, (const void *const *)inputs, outputs);
+  return md->run(inst, (const void *const *)inputs, outputs);
+}
+
 int main(int argc, char **argv) {
   const char *model_name = NULL, *weights = NULL, *outdir = ".", *trace_dir = NULL;
   const char *in_names[MAX_IO], *in_paths[MAX_IO];
   void *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
   int n_in = 0, repeat = 0, list = 0, cpu_time = 0, threads = 0, profile_runs = 0, i, rc = 0;
   const mg_rt_model *md = NULL;
-  const char *wfile = NULL;
+  const char *wfile = NULL, *max_dim = NULL;
+  /* a symbolic batch: the actual one, the init maximum, and the batch inputs'
+   * and outputs' descriptions at it */
+  int64_t dims[1] = {1}, max_dims[1] = {0};
+  int got_batch = 0;
+  mg_rt_io ios[2 * MAX_IO];
+  int64_t *shapes[2 * MAX_IO] = {0};
   char wpath[4096];
   void *inst = NULL;
   for (i = 1; i < argc; i++) {
@@ -602,6 +639,8 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
       trace_dir = argv[++i];
+    } else if (!strcmp(argv[i], "--max-dim") && i + 1 < argc) {
+      max_dim = argv[++i];
     } else if (!strcmp(argv[i], "--list")) {
       list = 1;
     } else {
@@ -628,6 +667,48 @@ int main(int argc, char **argv) {
     fprintf(stderr, "runner: too many inputs or outputs\n");
     return 2;
   }
+  for (i = 0; i < md->n_inputs + md->n_outputs; i++) ios[i] = i < md->n_inputs ? md->inputs[i] : md->outputs[i - md->n_inputs];
+  if (max_dim && (!md->n_dims || strncmp(max_dim, md->dim_names[0], strlen(md->dim_names[0])) ||
+                  max_dim[strlen(md->dim_names[0])] != '=' || (max_dims[0] = atoll(max_dim + strlen(md->dim_names[0]) + 1)) < 1 ||
+                  trace_dir)) {
+    fprintf(stderr, "runner: --max-dim wants %s%s=N (N >= 1), without --trace\n", md->n_dims ? md->dim_names[0] : "",
+            md->n_dims ? "" : "a symbolic dim of the model (it has none)");
+    return 2;
+  }
+  for (i = 0; md->n_dims && i < md->n_inputs; i++) {
+    int j;
+    long long lead = -1;
+    if (!md->in_batch[i]) continue;
+    for (j = 0; j < n_in; j++)
+      if (!strcmp(in_names[j], md->inputs[i].name)) lead = npy_leading_dim(in_paths[j]);
+    if (lead < 1 || (got_batch && lead != dims[0])) {
+      fprintf(stderr, "runner: input '%s': its leading axis is the batch, and %s\n", md->inputs[i].name,
+              lead < 1 ? "its file gives none (or 0)" : "another batch input gives another");
+      rc = 2;
+      goto done;
+    }
+    dims[0] = lead;
+    got_batch = 1;
+  }
+  for (i = 0; md->n_dims && i < md->n_inputs + md->n_outputs; i++) {
+    int k;
+    if (!(i < md->n_inputs ? md->in_batch[i] : md->out_batch[i - md->n_inputs]) || ios[i].rank < 1) continue;
+    if (!(shapes[i] = malloc(sizeof(int64_t) * (size_t)ios[i].rank))) {
+      rc = 3;
+      goto done;
+    }
+    for (k = 0; k < ios[i].rank; k++) shapes[i][k] = ios[i].shape[k];
+    shapes[i][0] = dims[0];
+    ios[i].shape = shapes[i];
+    ios[i].bytes *= (size_t)dims[0];
+  }
+  if (md->n_dims && !max_dims[0]) max_dims[0] = dims[0];
+  if (md->n_dims && (trace_dir || profile_runs) && dims[0] != 1) { /* run_trace runs batch 1 */
+    fprintf(stderr, "runner: --%s runs batch 1; the inputs hold batch %lld\n", trace_dir ? "trace" : "profile",
+            (long long)dims[0]);
+    rc = 2;
+    goto done;
+  }
   for (i = 0; i < md->n_inputs; i++) {
     int j, found = -1;
     for (j = 0; j < n_in; j++)
@@ -637,7 +718,7 @@ int main(int argc, char **argv) {
       rc = 2;
       goto done;
     }
-    inputs[i] = read_npy(in_paths[found], &md->inputs[i]);
+    inputs[i] = read_npy(in_paths[found], &ios[i]);
     if (!inputs[i]) {
       rc = 2;
       goto done;
@@ -653,7 +734,7 @@ int main(int argc, char **argv) {
     }
   }
   for (i = 0; i < md->n_outputs; i++) {
-    outputs[i] = malloc(md->outputs[i].bytes ? md->outputs[i].bytes : 1);
+    outputs[i] = malloc(ios[md->n_inputs + i].bytes ? ios[md->n_inputs + i].bytes : 1);
     if (!outputs[i]) {
       fprintf(stderr, "runner: out of memory\n");
       rc = 3;
@@ -672,7 +753,7 @@ int main(int argc, char **argv) {
     rc = 3;
     goto done;
   }
-  rc = md->init(inst, weights);
+  rc = md->n_dims ? md->init_dims(inst, weights, max_dims) : md->init(inst, weights);
   if (rc) {
     fprintf(stderr, "runner: cannot initialise the model%s%s: %s\n", weights ? " from " : "", weights ? weights : "",
             mg_rt_strerror(rc));
@@ -705,7 +786,7 @@ int main(int argc, char **argv) {
       goto done;
     }
   } else {
-    rc = md->run(inst, (const void *const *)inputs, outputs);
+    rc = run_model(md, inst, dims, inputs, outputs);
   }
   if (rc) {
     fprintf(stderr, "runner: the model failed: %s\n", mg_rt_strerror(rc));
@@ -720,7 +801,7 @@ int main(int argc, char **argv) {
   for (i = 0; i < md->n_outputs; i++) {
     char file[520];
     output_file(md, i, file, sizeof file - 8);
-    if (write_npy(outdir, &md->outputs[i], file, outputs[i], md->output_dims ? md->output_dims(inst, i) : NULL)) {
+    if (write_npy(outdir, &ios[md->n_inputs + i], file, outputs[i], md->output_dims ? md->output_dims(inst, i) : NULL)) {
       rc = 2;
       goto done;
     }
@@ -737,10 +818,10 @@ int main(int argc, char **argv) {
       rc = 3;
       goto done;
     }
-    md->run(inst, (const void *const *)inputs, outputs); /* warm-up */
+    run_model(md, inst, dims, inputs, outputs); /* warm-up */
     for (r = 0; r < repeat; r++) {
       double t0 = now_ms(), c0 = cpu_ms();
-      md->run(inst, (const void *const *)inputs, outputs);
+      run_model(md, inst, dims, inputs, outputs);
       t[r] = now_ms() - t0;
       ct[r] = cpu_ms() - c0;
     }
@@ -768,5 +849,6 @@ done:
     free(inputs[i]);
     free(outputs[i]);
   }
+  for (i = 0; i < 2 * MAX_IO; i++) free(shapes[i]);
   return rc;
 }
