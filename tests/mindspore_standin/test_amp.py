@@ -71,8 +71,12 @@ class TestLevels(unittest.TestCase):
         self.assertEqual(set(net.log.values()) - {(F32, F32)}, {F32})
 
     def test_o1_white_list_only(self):
+        ref = seeded()[0](seeded()[1]).asnumpy()
         net, x = seeded()
         y = ms.amp.auto_mixed_precision(net, "O1")(x)
+        # the white-list cells did run in float16: the output moved, by float16's error
+        diff = np.abs(y.asnumpy() - ref).max()
+        self.assertTrue(0 < diff < 1e-2 * np.abs(ref).max(), diff)
         # white-list cells (nn.Conv2d, nn.Dense): outputs cast back to float32
         self.assertEqual((net.log["conv"], net.log["fc"], y.dtype), (F32, F32, F32))
         # everything else runs in its input dtype
