@@ -37,6 +37,7 @@ test: setup build build-asan
 test-zoo: setup build
 	@tests/e2e/zoo.sh $(BUILD)
 	@tests/e2e/mindspore_zoo.sh $(BUILD)
+	@MIGC_AMP_SAMPLES=200 tests/e2e/mindspore_amp.sh $(BUILD)
 	@tests/e2e/batch_zoo.sh $(BUILD)
 	@tests/e2e/batch_speed.sh $(BUILD)
 

@@ -78,6 +78,10 @@ static void help(FILE *f) {
           "  --cpu-pack MR|none     panel height of the weights prepared for SGEMM\n"
           "                         (default: this machine's kernel; none: as in the graph)\n"
           "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n"
+          "  --precision P          fp32 (default), fp16 or bf16: model.ckpt holds the float\n"
+          "                         parameters in P, BatchNorm and LayerNorm ones float32, and\n"
+          "                         mindspore/run.py runs at AMP O2 by default; int8 and the\n"
+          "                         cpu and ascend targets' 16-bit code are not supported yet\n"
           "  --modelarts-runtime S  config.json's runtime (default " MS_PACKAGE_DEFAULT_RUNTIME ",\n"
           "                         a MindSpore + CANN runtime ModelArts documents; which exist\n"
           "                         depends on the region)\n"
@@ -168,8 +172,8 @@ static void strict_names_coverage(const char *json_path, const char *t) {
  * so that `migc verify OUTDIR` finds the source model again. 0, or -1 with a
  * diagnostic on d. */
 static int write_convert_json(const char *outdir, const char *model, const char *weights, const char *key,
-                              const char *targets, const cg_options *o, int cpu_only, const mg_shape_override *ov,
-                              int n_ov, mg_diags *d) {
+                              const char *targets, const char *precision, const cg_options *o, int cpu_only,
+                              const mg_shape_override *ov, int n_ov, mg_diags *d) {
   char abs_model[PATH_MAX], abs_weights[PATH_MAX], path[PATH_MAX];
   if (!realpath(model, abs_model)) return -1;
   if (weights && !realpath(weights, abs_weights)) return -1;
@@ -178,9 +182,9 @@ static int write_convert_json(const char *outdir, const char *model, const char 
     char buf[256];
     json_object_set_new(shapes, ov[i].name, json_string(mg_shape_str(&ov[i].shape, buf, sizeof buf)));
   }
-  json_t *j = json_pack("{s:s,s:s,s:o,s:s?,s:s,s:{s:s,s:b,s:b,s:b,s:b,s:o}}", "migc", "0.1.0", "model", abs_model,
-                        "weights", weights ? json_string(abs_weights) : json_null(), "key", key, "targets", targets,
-                        "options", "prefix", o->prefix, "embed_weights", o->embed_weights, "no_fuse", o->no_fuse,
+  json_t *j = json_pack("{s:s,s:s,s:o,s:s?,s:s,s:{s:s,s:s,s:b,s:b,s:b,s:b,s:o}}", "migc", "0.1.0", "model",
+                        abs_model, "weights", weights ? json_string(abs_weights) : json_null(), "key", key, "targets",
+                        targets, "options", "precision", precision, "prefix", o->prefix, "embed_weights", o->embed_weights, "no_fuse", o->no_fuse,
                         "no_fold_bn", o->no_fold_bn, "cpu_only", cpu_only, "input_shapes", shapes);
   snprintf(path, sizeof path, "%s/convert.json", outdir);
   int rc = wt_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, d);
@@ -270,6 +274,8 @@ typedef struct {
   int strict, cpu_only, n_ov;
   int force;               /* --force: replace what an earlier conversion wrote */
   double max_output_bytes; /* --max-output-bytes; 0: wt_default_output_limit */
+  const char *precision;   /* --precision: fp32, fp16, bf16 or int8 */
+  mg_dtype ckpt_float;     /* the checkpoint's float parameters: MG_F16, MG_BF16, or MG_UNDEFINED (as given) */
   mg_shape_override ov[32];
   const char *dynamic[32]; /* --dynamic INPUT: its leading dim becomes the symbolic batch */
   int n_dynamic;
@@ -338,6 +344,7 @@ static int parse_args(int argc, char **argv, convert_job *j) {
       }
     }
     else if (!strcmp(a, "--cpu-only")) j->cpu_only = 1;
+    else if (!strcmp(a, "--precision") && more) j->precision = argv[++i];
     else if (!strcmp(a, "--modelarts-runtime") && more) j->ms_runtime = argv[++i];
     else if (!strcmp(a, "--ascend-no-op") && more) {
       if (j->n_no_ops == 16) {
@@ -391,6 +398,12 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     fprintf(stderr, "migc convert: --modelarts-runtime '%s': %s\n", j->ms_runtime, why);
     return EXIT_BAD_INPUT;
   }
+  if (strcmp(j->precision, "fp32") && strcmp(j->precision, "fp16") && strcmp(j->precision, "bf16") &&
+      strcmp(j->precision, "int8")) {
+    fprintf(stderr, "migc convert: --precision must be fp32, fp16, bf16 or int8, got '%s'\n", j->precision);
+    return EXIT_BAD_INPUT;
+  }
+  j->ckpt_float = !strcmp(j->precision, "fp16") ? MG_F16 : !strcmp(j->precision, "bf16") ? MG_BF16 : MG_UNDEFINED;
   if (!valid_prefix(j->o.prefix)) {
     fprintf(stderr, "migc convert: --prefix must be a C identifier, got '%s'\n", j->o.prefix);
     return EXIT_BAD_INPUT;
@@ -413,6 +426,38 @@ static int parse_args(int argc, char **argv, convert_job *j) {
 
 /* The steps of a conversion. Each returns 0 to go on; one that fails sets j->rc
  * (its diagnostics are on j->d) and returns -1. */
+
+/* What --precision asks of each target, before anything is converted. int8 is
+ * an unsupported error for every target asked for (no calibration or quantised
+ * code yet): the conversion stops, exit 2. fp16 and bf16 are what the
+ * MindSpore target takes (the checkpoint and run.py's AMP level); the CPU code,
+ * always written, and the Ascend program stay float32: an unsupported error
+ * (exit 2) for a target --target asks for, a warning for cpu/ otherwise. */
+static int check_precision(convert_job *j) {
+  static const char *const names[MAP_TARGET_COUNT] = {[MAP_TARGET_CPU] = "cpu", [MAP_TARGET_ASCEND] = "ascend",
+                                                      [MAP_TARGET_MINDSPORE] = "mindspore"};
+  if (!strcmp(j->precision, "int8")) {
+    for (int t = 0; t < MAP_TARGET_COUNT; t++)
+      if (j->want[t])
+        mg_error(&j->d, UNSUPPORTED, NULL, NULL, "--precision int8 is not yet supported for the %s target "
+                 "(no calibration or quantised code)", names[t]);
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
+  }
+  if (!j->ckpt_float) return 0;
+  for (int t = 0; t < MAP_TARGET_COUNT; t++) {
+    if (t == MAP_TARGET_MINDSPORE || (t == MAP_TARGET_ASCEND && !j->want[t])) continue;
+    if (t == MAP_TARGET_CPU && !j->want[t]) {
+      mg_warn(&j->d, UNSUPPORTED, NULL, NULL, "--precision %s: the cpu target is not yet supported at this "
+              "precision; cpu/ holds and computes float32", j->precision);
+      continue;
+    }
+    mg_error(&j->d, UNSUPPORTED, NULL, NULL, "--precision %s is not yet supported for the %s target (its code "
+             "holds and computes float32)", j->precision, names[t]);
+    j->rc = EXIT_BAD_INPUT;
+  }
+  return 0;
+}
 
 /* The model, imported once: every later step works on this one mg_model. The
  * weights every output is made of (--weights, else the graph's own initializers)
@@ -569,6 +614,8 @@ static int write_checkpoint(convert_job *j) {
   snprintf(builtin, sizeof builtin, "%s/torch_mindspore.xml", dir);
   wt_export_opts eo = {MG_UNDEFINED, 0, j->force, j->weights ? j->weights : j->model, j->model, j->weights != NULL,
                        j->max_output_bytes};
+  eo.to_float = j->ckpt_float;
+  eo.keep_norm_fp32 = 1; /* AMP O2's black list (facts.md section 6) */
   wt_export_stats st;
   if (!(j->rules = wt_rules_new())) mg_error(&j->d, OOM, NULL, NULL, "out of memory loading the naming rules");
   int erc = j->rules && !wt_rules_load(j->rules, builtin, &j->d)
@@ -581,8 +628,9 @@ static int write_checkpoint(convert_job *j) {
   } else if (erc) {
     j->rc = EXIT_BAD_INPUT;
   } else {
-    fprintf(stderr, "convert: checkpoint %s: %d tensors (%d renamed, %d dropped), %.1f MB\n", ckpt, st.written,
-            st.renamed, st.dropped, st.bytes / 1e6);
+    fprintf(stderr, "convert: checkpoint %s: %d tensors (%d renamed, %d dropped), %.1f MB%s%s%s\n", ckpt,
+            st.written, st.renamed, st.dropped, st.bytes / 1e6, j->ckpt_float ? ", float parameters " : "",
+            j->ckpt_float ? j->precision : "", j->ckpt_float ? " (BatchNorm and LayerNorm float32)" : "");
     j->ckpt_written = 1;
     if (!j->weights) warn_anonymous_names(j->m, &j->d);
   }
@@ -598,7 +646,7 @@ static int emit_mindspore_net(convert_job *j) {
   ms_report r;
   j->first_ms_diag = j->d.count;
   if (cli_emit_mindspore(j->ms_model, j->m, j->src, j->binds, j->n_binds, j->rules, j->rs[MAP_TARGET_MINDSPORE], dir,
-                         &r, &j->d)) {
+                         j->ckpt_float, &r, &j->d)) {
     j->rc = EXIT_BAD_INPUT;
     return -1;
   }
@@ -624,7 +672,8 @@ static int write_ms_package(convert_job *j) {
   if (!j->ms_model || !j->rules) return 0;
   char ckpt[PATH_MAX];
   snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", j->outdir);
-  ms_package_opts po = {j->ms_runtime, j->model_algorithm, j->ckpt_written ? ckpt : NULL};
+  ms_package_opts po = {j->ms_runtime, j->model_algorithm, j->ckpt_written ? ckpt : NULL,
+                        j->ckpt_float ? j->precision : NULL};
   int rc = ms_write_package(j->ms_model, j->outdir, &po, &j->d);
   if (rc < 0 || (rc > 0 && j->strict && j->want[MAP_TARGET_MINDSPORE])) j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   else if (rc > 0) fprintf(stderr, "convert: mindspore: no ModelArts package or deployment files (the diagnostics say why)\n");
@@ -690,7 +739,7 @@ static int write_coverage(convert_job *j) {
 
 /* OUTDIR/convert.json, which `migc verify OUTDIR` reads. */
 static int write_record(convert_job *j) {
-  if (write_convert_json(j->outdir, j->model, j->weights, j->key, j->targets, &j->o, j->cpu_only, j->ov, j->n_ov,
+  if (write_convert_json(j->outdir, j->model, j->weights, j->key, j->targets, j->precision, &j->o, j->cpu_only, j->ov, j->n_ov,
                          &j->d))
     j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   fprintf(stderr, "convert: wrote %s in %.2f s%s\n", j->outdir, seconds() - j->t0,
@@ -703,7 +752,7 @@ static int write_record(convert_job *j) {
 static int convert_run(convert_job *j) {
   j->t0 = seconds();
   /* a failing step stops the ones after it; j->rc holds the verdict either way */
-  (void)(import_model(j) || begin_coverage(j) || prepare_model(j) || emit_cpu(j) || write_checkpoint(j) ||
+  (void)(check_precision(j) || import_model(j) || begin_coverage(j) || prepare_model(j) || emit_cpu(j) || write_checkpoint(j) ||
          emit_mindspore_net(j) || write_ms_package(j) || emit_ascend_program(j) || write_coverage(j) ||
          write_record(j));
   return j->rc;
@@ -774,7 +823,7 @@ int cmd_convert(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
-  convert_job j = {.targets = "cpu", .o = {.prefix = "model", .symbolic_batch = 1}, .rc = EXIT_OK,
+  convert_job j = {.targets = "cpu", .o = {.prefix = "model", .symbolic_batch = 1}, .rc = EXIT_OK, .precision = "fp32",
                    .ms_runtime = MS_PACKAGE_DEFAULT_RUNTIME, .model_algorithm = MS_PACKAGE_DEFAULT_ALGORITHM};
   int rc = parse_args(argc, argv, &j);
   if (rc != EXIT_OK) return rc;

@@ -167,7 +167,7 @@ static result convert_ms(conf_ms *q, mg_model *m, const char *model_path, const 
   *has_ckpt = 0;
   if (onnx_weights_open(m, &src, &d) || wt_bind(src, m, &b, &nb, &d) ||
       (erc = wt_export_ckpt(src, q->names, m, b, nb, ckpt, map, &eo, &st, &d)) < 0 || !(copy = mg_model_clone(m)) ||
-      cli_emit_mindspore(copy, m, src, b, nb, q->names, q->rs[MAP_TARGET_MINDSPORE], msdir, &rep, &d)) {
+      cli_emit_mindspore(copy, m, src, b, nb, q->names, q->rs[MAP_TARGET_MINDSPORE], msdir, MG_F32, &rep, &d)) {
     char line[1024] = "";
     if (d.count) mg_diag_format(&d.items[d.count - 1], line, sizeof line);
     snprintf(why, wn, "conversion failed: %s", line[0] ? line : "out of memory");

@@ -143,7 +143,8 @@ static const char *ms_param_tag(void *ctx, const mg_value *init, ms_param_view *
 }
 
 int cli_emit_mindspore(mg_model *copy, const mg_model *m, const wt_source *src, const wt_binding *b, int nb,
-                       const wt_rules *rules, const rule_set *rs, const char *dir, ms_report *r, mg_diags *d) {
+                       const wt_rules *rules, const rule_set *rs, const char *dir, mg_dtype ckpt_float, ms_report *r,
+                       mg_diags *d) {
   wt_type_hint *hints = NULL;
   wt_plan_entry *plan = NULL;
   int n_hints = 0, n_plan = 0;
@@ -165,7 +166,7 @@ int cli_emit_mindspore(mg_model *copy, const mg_model *m, const wt_source *src, 
       if (plan[i].ms_name && !mg_dtype_is_float(plan[i].src->dtype) && plan[i].src->rank <= MG_MAX_RANK)
         bufs[n_bufs++] = (ms_buffer){plan[i].ms_name, plan[i].src->dtype, plan[i].src->rank, plan[i].src->dims};
     rc = !t.state || !t.view || !t.why || !bufs ? (mg_error(d, OOM, NULL, NULL, "out of memory"), -1)
-                                                : emit_mindspore(copy, rs, ms_param_tag, &t, bufs, n_bufs, dir, r, d);
+                                                : emit_mindspore(copy, rs, ms_param_tag, &t, bufs, n_bufs, dir, ckpt_float, r, d);
     mg_free(bufs);
     r->n_bn_unfolded = n_bn;
     mg_free(t.state);
@@ -190,7 +191,7 @@ int cli_mindspore_check(mg_model *m, const rule_set *rs, mg_diags *d) {
   mg_model *copy = mg_model_clone(m);
   ms_report r;
   if (copy && !onnx_weights_open(m, &src, d) && !wt_bind(src, m, &b, &nb, d) && (rules = wt_rules_new()) &&
-      !wt_rules_load(rules, builtin, d) && !cli_emit_mindspore(copy, m, src, b, nb, rules, rs, NULL, &r, d))
+      !wt_rules_load(rules, builtin, d) && !cli_emit_mindspore(copy, m, src, b, nb, rules, rs, NULL, MG_F32, &r, d))
     rc = r.n_unsupported;
   else if (!copy || (src && b && !rules)) /* the caller must see a check that could not run for memory */
     mg_error(d, OOM, NULL, NULL, "out of memory running the MindSpore emitter's check");

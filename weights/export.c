@@ -99,6 +99,16 @@ static double stored_elems(const wt_tensor *t) {
   return n;
 }
 
+mg_dtype wt_export_dtype(const wt_export_opts *o, const wt_plan_entry *e) {
+  const wt_tensor *t = e->src;
+  if (!o->to_float || !mg_dtype_is_float(t->dtype)) return t->dtype;
+  /* AMP O2 keeps these cells float32 (mindspore-api.json mindspore.amp.auto_mixed_precision):
+   * their parameters stay as precise as the cells compute */
+  const char *mt = e->module_type;
+  if (o->keep_norm_fp32 && mt && (!strncmp(mt, "BatchNorm", 9) || !strcmp(mt, "LayerNorm"))) return t->dtype;
+  return o->to_float;
+}
+
 /* The checks before anything is written: the payload of the plan's tensors within
  * the limit and the free space, each expanded view warned about. */
 static int check_output_size(const wt_plan_entry *plan, int n_plan, const char *out, const wt_export_opts *o,
@@ -112,7 +122,7 @@ static int check_output_size(const wt_plan_entry *plan, int n_plan, const char *
   for (int i = 0; i < n_plan; i++) {
     const wt_tensor *t = plan[i].src;
     if (!plan[i].ms_name) continue;
-    mg_dtype to = o->to_float && mg_dtype_is_float(t->dtype) ? o->to_float : t->dtype;
+    mg_dtype to = wt_export_dtype(o, &plan[i]);
     double n = (double)wt_numel(t), bytes = n * (double)mg_dtype_size(to), stored = stored_elems(t);
     total += bytes;
     if (bytes > biggest_bytes) biggest = t->name, biggest_bytes = bytes;
@@ -175,7 +185,7 @@ int wt_export_ckpt(const wt_source *s, const wt_rules *rules, const mg_model *m,
   for (int i = 0; i < n_plan && !rc; i++) {
     const wt_plan_entry *e = &plan[i];
     const wt_tensor *t = e->src;
-    mg_dtype to = o->to_float && mg_dtype_is_float(t->dtype) ? o->to_float : t->dtype;
+    mg_dtype to = wt_export_dtype(o, e);
     int64_t dims[WT_MAX_RANK + 1];
     int rank = 0;
     for (int k = 0; k < t->rank; k++) {

@@ -14,7 +14,13 @@ typedef struct {
   const char *graph_label;    /* for the map: the graph path, or NULL */
   int quiet_unbound;          /* the caller has warned about unbound initializers */
   double max_output_bytes;    /* checkpoint payload limit; 0: wt_default_output_limit */
+  int keep_norm_fp32;         /* with to_float: the tensors of BatchNorm and LayerNorm modules keep
+                                 their dtype (MindSpore AMP O2's black list, facts.md section 6) */
 } wt_export_opts;
+
+/* The dtype e's tensor is written in under o: o->to_float for a floating tensor,
+ * except one of a BatchNorm or LayerNorm module when o->keep_norm_fp32; else its own. */
+mg_dtype wt_export_dtype(const wt_export_opts *o, const wt_plan_entry *e);
 
 /* The payload a checkpoint may have when the user set no limit: 64 times the
  * source file's size, at least 256 MiB and at most 64 GiB. A .pth of a few hundred

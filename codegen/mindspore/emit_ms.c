@@ -837,12 +837,46 @@ static void python_names(ms_ctx *c) {
   }
 }
 
-static const char RUN_PY[] =
+/* run.py, in two parts around its PRECISION line (run_py_text). */
+static const char RUN_PY_HEAD[] =
     "\"\"\"Runs net.py on .npy inputs: python run.py --ckpt ../model.ckpt --input NAME=x.npy ...\n"
-    "--output-dir D [--device CPU|GPU|Ascend] [--mode graph|pynative]. Written by migc.\"\"\"\n"
+    "--output-dir D [--device CPU|GPU|Ascend] [--mode graph|pynative] [--amp O0|O1|O2|O3].\n"
+    "Written by migc.\"\"\"\n"
     "import argparse\nimport os\nimport sys\n\nimport numpy as np\nimport mindspore\n\n"
     "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
-    "from net import Net, INPUTS, OUTPUT_FILES  # noqa: E402\n\n\n"
+    "from net import Net, INPUTS, OUTPUT_FILES  # noqa: E402\n\n"
+    "# The float parameters' dtype in the checkpoint (migc convert --precision); BatchNorm and\n"
+    "# LayerNorm parameters are float32 in any case, as AMP O2 keeps those cells.\n";
+static const char RUN_PY_BODY[] =
+    "\n# mindspore.amp.auto_mixed_precision(network, amp_level, dtype) (mindspore-api.json;\n"
+    "# ../shared/targets/facts.md section 6): O0 the net unchanged; O1 only white-list cells\n"
+    "# (nn.Conv*, nn.Dense, ...) in low precision, their outputs cast back to float32; O2 the\n"
+    "# whole net in low precision except nn.BatchNorm1d/2d/3d and nn.LayerNorm, kept float32\n"
+    "# with their outputs cast back; O3 everything in low precision. O2 and O3 cast the output\n"
+    "# to float32. A 16-bit checkpoint runs at O2 unless --amp says otherwise.\n"
+    "AMP_DEFAULT = 'O0' if PRECISION == 'fp32' else 'O2'\n"
+    "AMP_DTYPE = mindspore.bfloat16 if PRECISION == 'bf16' else mindspore.float16\n\n\n"
+    "def load(net, path):\n"
+    "    \"\"\"The checkpoint into net: every parameter and every tensor used, or exit naming them.\"\"\"\n"
+    "    params = mindspore.load_checkpoint(path)\n"
+    "    if PRECISION == 'fp32':\n"
+    "        not_loaded, unused = mindspore.load_param_into_net(net, params, strict_load=True)\n"
+    "    else:\n"
+    "        # strict_load=True refuses a dtype other than the parameter's; strict_load=False\n"
+    "        # 'casts precision' but also matches names by suffix, so the names are checked\n"
+    "        # here first, exactly (load_param_into_net notes).\n"
+    "        names = set(net.parameters_dict())\n"
+    "        not_loaded, unused = sorted(names - set(params)), sorted(set(params) - names)\n"
+    "        if not not_loaded and not unused:\n"
+    "            not_loaded, unused = mindspore.load_param_into_net(net, params, strict_load=False)\n"
+    "    if not_loaded or unused:\n"
+    "        sys.exit('run.py: parameters not in the checkpoint: %s; checkpoint tensors unused: %s' % (not_loaded, unused))\n\n\n"
+    "def build(ckpt, amp):\n"
+    "    \"\"\"Net() with the checkpoint loaded, in eval mode, at AMP level amp.\"\"\"\n"
+    "    net = Net()\n"
+    "    load(net, ckpt)\n"
+    "    net.set_train(False)\n"
+    "    return net if amp == 'O0' else mindspore.amp.auto_mixed_precision(net, amp, AMP_DTYPE)\n\n\n"
     "def main():\n"
     "    ap = argparse.ArgumentParser()\n"
     "    ap.add_argument('--ckpt', required=True)\n"
@@ -850,6 +884,8 @@ static const char RUN_PY[] =
     "    ap.add_argument('--output-dir', required=True)\n"
     "    ap.add_argument('--device', default='CPU', choices=['CPU', 'GPU', 'Ascend'])\n"
     "    ap.add_argument('--mode', default='graph', choices=['graph', 'pynative'])\n"
+    "    ap.add_argument('--amp', default=AMP_DEFAULT, choices=['O0', 'O1', 'O2', 'O3'],\n"
+    "                    help='mindspore.amp.auto_mixed_precision level (default %(default)s)')\n"
     "    a = ap.parse_args()\n"
     "    mindspore.set_context(mode=mindspore.GRAPH_MODE if a.mode == 'graph' else mindspore.PYNATIVE_MODE)\n"
     "    mindspore.set_device(a.device)\n"
@@ -857,11 +893,7 @@ static const char RUN_PY[] =
     "    missing = [n for n in INPUTS if n not in given]\n"
     "    if missing or set(given) - set(INPUTS):\n"
     "        sys.exit('run.py: inputs are %s; missing %s, unknown %s' % (INPUTS, missing, sorted(set(given) - set(INPUTS))))\n"
-    "    net = Net()\n"
-    "    not_loaded, unused = mindspore.load_param_into_net(net, mindspore.load_checkpoint(a.ckpt), strict_load=True)\n"
-    "    if not_loaded or unused:\n"
-    "        sys.exit('run.py: parameters not in the checkpoint: %s; checkpoint tensors unused: %s' % (not_loaded, unused))\n"
-    "    net.set_train(False)\n"
+    "    net = build(a.ckpt, a.amp)\n"
     "    outs = net(*[mindspore.Tensor(np.load(given[n])) for n in INPUTS])\n"
     "    if not isinstance(outs, tuple):\n"
     "        outs = (outs,)\n"
@@ -870,6 +902,13 @@ static const char RUN_PY[] =
     "        np.save(os.path.join(a.output_dir, file), y.asnumpy())\n\n\n"
     "if __name__ == '__main__':\n"
     "    main()\n";
+
+/* The text of run.py for a checkpoint whose float parameters are ckpt_float
+ * (MG_F16, MG_BF16; anything else float32) into b. */
+static void run_py_text(cg_buf *b, mg_dtype ckpt_float) {
+  const char *p = ckpt_float == MG_F16 ? "fp16" : ckpt_float == MG_BF16 ? "bf16" : "fp32";
+  cg_buf_printf(b, "%sPRECISION = '%s'\n%s", RUN_PY_HEAD, p, RUN_PY_BODY);
+}
 
 /* dir/constants/K.npy for every constant net.py reads from a file; 0 or -1. */
 static int write_constants(ms_ctx *c, const char *dir) {
@@ -918,7 +957,7 @@ static void hold_buffers(ms_ctx *c, const ms_buffer *buffers, int n_buffers) {
 }
 
 int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *tag_ctx, const ms_buffer *buffers,
-                   int n_buffers, const char *dir, ms_report *r, mg_diags *d) {
+                   int n_buffers, const char *dir, mg_dtype ckpt_float, ms_report *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
   if (map_lower(m, rs, d) < 0) return -1;
   ms_ctx c = {.m = m, .rs = rs, .tag = tag, .tag_ctx = tag_ctx, .d = d, .r = r};
@@ -985,7 +1024,9 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
   for (int i = 0; i < g->n_inputs && c.pyname; i++) cg_buf_printf(&net, ", %s", c.pyname[g->inputs[i]->id]);
   cg_buf_printf(&net, "):\n%s        return %s\n", c.body.s ? c.body.s : "", ret.s ? ret.s : "None");
   int rc = 0;
-  if (c.failed || net.failed || c.init.failed || c.body.failed || ret.failed) {
+  cg_buf run = {0};
+  run_py_text(&run, ckpt_float);
+  if (c.failed || net.failed || c.init.failed || c.body.failed || ret.failed || run.failed) {
     mg_error(d, OOM, NULL, NULL, "out of memory writing the MindSpore script");
     rc = -1;
   } else if (!dir) {
@@ -994,12 +1035,13 @@ int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *
     mg_error(d, IO, dir, NULL, "cannot create %s", dir);
     rc = -1;
   } else {
-    rc = write_constants(&c, dir) || cg_write_text(d, dir, "net.py", net.s) || cg_write_text(d, dir, "run.py", RUN_PY)
+    rc = write_constants(&c, dir) || cg_write_text(d, dir, "net.py", net.s) || cg_write_text(d, dir, "run.py", run.s)
              ? -1 : 0;
   }
   if (!rc && ms_custom_finish(c.custom)) rc = -1; /* custom/Makefile, or a kernel that failed */
   ms_custom_free(c.custom);
   cg_buf_free(&net);
+  cg_buf_free(&run);
   cg_buf_free(&ret);
   cg_buf_free(&c.init);
   cg_buf_free(&c.body);

@@ -177,8 +177,12 @@ static const char EXPORT_BODY[] =
     "                 % (list(INPUTS), [n for n, _, _ in INPUT_SPECS]))\n"
     "    net = Net()\n"
     "    if CHECKPOINT:\n"
-    "        not_loaded, unused = mindspore.load_param_into_net(net, mindspore.load_checkpoint(a.ckpt),\n"
-    "                                                           strict_load=True)\n"
+    "        params = mindspore.load_checkpoint(a.ckpt)\n"
+    "        # names exactly; strict_load=False only casts a 16-bit checkpoint (load_param_into_net notes)\n"
+    "        names = set(net.parameters_dict())\n"
+    "        not_loaded, unused = sorted(names - set(params)), sorted(set(params) - names)\n"
+    "        if not not_loaded and not unused:\n"
+    "            not_loaded, unused = mindspore.load_param_into_net(net, params, strict_load=STRICT_DTYPE)\n"
     "        if not_loaded or unused:\n"
     "            sys.exit(\"export.py: parameters not in the checkpoint: %s; checkpoint tensors unused: %s\"\n"
     "                     % (not_loaded, unused))\n"
@@ -270,7 +274,11 @@ static const char SERVICE_BODY[] =
     "        self.net = Net()\n"
     "        if CHECKPOINT:\n"
     "            params = mindspore.load_checkpoint(os.path.join(root, CHECKPOINT))\n"
-    "            not_loaded, unused = mindspore.load_param_into_net(self.net, params, strict_load=True)\n"
+    "            # names exactly; strict_load=False only casts a 16-bit checkpoint (load_param_into_net notes)\n"
+    "            names = set(self.net.parameters_dict())\n"
+    "            not_loaded, unused = sorted(names - set(params)), sorted(set(params) - names)\n"
+    "            if not not_loaded and not unused:\n"
+    "                not_loaded, unused = mindspore.load_param_into_net(self.net, params, strict_load=STRICT_DTYPE)\n"
     "            if not_loaded or unused:\n"
     "                raise RuntimeError(\"customize_service.py: parameters not in the checkpoint: %s; checkpoint \"\n"
     "                                   \"tensors unused: %s\" % (not_loaded, unused))\n"
@@ -310,10 +318,21 @@ static const char SERVICE_DOC[] =
     "has one member per graph output. A request that does not match the inputs'\n"
     "names, shapes and dtypes raises BadRequest: HTTP 400.\"\"\"\n";
 
+/* The STRICT_DTYPE line: False when the checkpoint's float parameters are 16-bit
+ * (convert --precision), which load into the net's float32 parameters only with
+ * strict_load=False ('casts precision'). */
+static void strict_dtype(cg_buf *b, const pk_ctx *c) {
+  cg_buf_printf(b, "# False: the checkpoint holds 16-bit float parameters (migc convert --precision %s)\n"
+                   "STRICT_DTYPE = %s\n", c->o->precision ? c->o->precision : "fp32",
+                c->o->precision && strcmp(c->o->precision, "fp32") ? "False" : "True");
+}
+
 /* OUTDIR/mindspore/export.py. */
 static void export_py(cg_buf *b, const pk_ctx *c) {
   py_head(b, c, EXPORT_DOC, 0);
-  cg_buf_printf(b, "# whether the model has parameters, in ../model.ckpt\nCHECKPOINT = %s\n\n", c->o->checkpoint ? "True" : "False");
+  cg_buf_printf(b, "# whether the model has parameters, in ../model.ckpt\nCHECKPOINT = %s\n", c->o->checkpoint ? "True" : "False");
+  strict_dtype(b, c);
+  cg_buf_printf(b, "\n");
   cg_buf_printf(b, "%s", EXPORT_BODY);
 }
 
@@ -327,6 +346,7 @@ static void service_py(cg_buf *b, const pk_ctx *c) {
   }
   cg_buf_printf(b, "]\n# the checkpoint beside this file; None: the model has no parameters\nCHECKPOINT = %s\n",
                 c->o->checkpoint ? "\"model.ckpt\"" : "None");
+  strict_dtype(b, c);
   cg_buf_printf(b, "%s", SERVICE_BODY);
 }
 

@@ -71,8 +71,11 @@ typedef struct {
  * target's kernel for it when it reads no parameter and the CPU target takes it
  * (dir/custom/, emit_custom.h); otherwise an unsupported diagnostic naming it, and
  * its statement raises NotImplementedError with the same reason, so the script
- * never computes something else in its place. Returns 0 when the files
+ * never computes something else in its place. ckpt_float is the dtype
+ * of the checkpoint's float parameters (MG_F16 or MG_BF16 from convert --precision;
+ * anything else: float32): run.py loads such a checkpoint into the net's float32
+ * parameters and runs at AMP O2 by default. Returns 0 when the files
  * were written (check r->n_unsupported), -1 on OOM or I/O failure. */
 int emit_mindspore(mg_model *m, const rule_set *rs, ms_param_tag_fn *tag, void *tag_ctx, const ms_buffer *buffers,
-                   int n_buffers, const char *dir, ms_report *r, mg_diags *d);
+                   int n_buffers, const char *dir, mg_dtype ckpt_float, ms_report *r, mg_diags *d);
 #endif

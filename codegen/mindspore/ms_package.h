@@ -29,6 +29,7 @@ typedef struct {
   const char *runtime;         /* config.json "runtime": passes ms_package_runtime_check */
   const char *model_algorithm; /* config.json "model_algorithm": passes ms_package_algorithm_check */
   const char *checkpoint;      /* OUTDIR/model.ckpt as this conversion wrote it; NULL: none (no parameters) */
+  const char *precision;       /* its float parameters: "fp16", "bf16", or NULL / "fp32" (as given) */
 } ms_package_opts;
 
 /* NULL when name is a valid config.json model_algorithm (facts.md 1.2: starts

@@ -17,7 +17,7 @@ ENTRIES = {e["api"]: e for e in TABLE}
 
 # the APIs the rules use (rules/mindspore.xml) plus the framework the scripts need
 EXPECTED_IMPLEMENTED = {
-    "mindspore." + n for n in """Tensor Parameter grad value_and_grad load_checkpoint
+    "mindspore." + n for n in """Tensor Parameter amp.auto_mixed_precision grad value_and_grad load_checkpoint
     load_param_into_net save_checkpoint set_context set_device set_seed nn.Cell nn.SequentialCell
     nn.CellList nn.AvgPool2d nn.BatchNorm1d nn.BatchNorm2d nn.BatchNorm3d nn.Conv1d nn.Conv2d nn.Dense
     nn.Dropout nn.Flatten nn.GELU nn.HSigmoid nn.HSwish nn.Identity nn.LSTM nn.LayerNorm

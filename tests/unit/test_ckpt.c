@@ -23,6 +23,7 @@
 
 #include "arena.h"
 #include "ckpt_internal.h"
+#include "export.h"
 
 /* ---- formulas (mirrored in tests/fixtures/decode_ckpt.py) ------------------------ */
 
@@ -832,6 +833,31 @@ static void test_crc32(void **state) {
   free(b);
 }
 
+/* wt_export_dtype: --precision's checkpoint dtype per tensor. The expected
+ * dtypes are the rule itself (AMP O2's black list, facts.md section 6): every
+ * float tensor in 16 bits but those of BatchNorm* and LayerNorm modules, integer
+ * tensors untouched, and nothing converted without to_float. */
+static void test_export_dtype(void **state) {
+  (void)state;
+  wt_tensor f32 = {.name = "w", .dtype = MG_F32}, i64 = {.name = "n", .dtype = MG_I64};
+  wt_plan_entry conv = {.src = &f32, .module_type = NULL}, bn = {.src = &f32, .module_type = "BatchNorm2d"},
+                bn1 = {.src = &f32, .module_type = "BatchNorm1d"}, ln = {.src = &f32, .module_type = "LayerNorm"},
+                gn = {.src = &f32, .module_type = "GroupNorm"}, idx = {.src = &i64, .module_type = "BatchNorm2d"};
+  wt_export_opts keep = {.to_float = MG_UNDEFINED, .keep_norm_fp32 = 1};
+  assert_int_equal(wt_export_dtype(&keep, &conv), MG_F32);
+  assert_int_equal(wt_export_dtype(&keep, &idx), MG_I64);
+  wt_export_opts f16 = {.to_float = MG_F16, .keep_norm_fp32 = 1};
+  assert_int_equal(wt_export_dtype(&f16, &conv), MG_F16);
+  assert_int_equal(wt_export_dtype(&f16, &gn), MG_F16); /* GroupNorm is not on the black list */
+  assert_int_equal(wt_export_dtype(&f16, &bn), MG_F32);
+  assert_int_equal(wt_export_dtype(&f16, &bn1), MG_F32);
+  assert_int_equal(wt_export_dtype(&f16, &ln), MG_F32);
+  assert_int_equal(wt_export_dtype(&f16, &idx), MG_I64);
+  wt_export_opts bf16_all = {.to_float = MG_BF16}; /* migc weights --dtype bf16: every float tensor */
+  assert_int_equal(wt_export_dtype(&bf16_all, &bn), MG_BF16);
+  assert_int_equal(wt_export_dtype(&bf16_all, &ln), MG_BF16);
+}
+
 int main(void) {
   const char *dir = getenv("MIGC_CKPT_FIXTURES");
   if (!dir || !*dir) {
@@ -846,7 +872,7 @@ int main(void) {
       cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_handmade), cmocka_unit_test(test_truncate),
       cmocka_unit_test(test_corrupt),      cmocka_unit_test(test_writer_rules),
       cmocka_unit_test(test_faults),       cmocka_unit_test(test_crc32),
-      cmocka_unit_test(test_view_writes),
+      cmocka_unit_test(test_view_writes),  cmocka_unit_test(test_export_dtype),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

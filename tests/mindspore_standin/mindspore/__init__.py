@@ -7,7 +7,7 @@ a name the table does not list is an AttributeError.
 """
 import sys as _sys
 
-from . import _dtype, _tensor, _cell, _ops, _ops_more, _nn, _custom, _ckpt, _grad, _context
+from . import _dtype, _tensor, _cell, _ops, _ops_more, _nn, _custom, _ckpt, _grad, _context, _amp
 from . import _namespace
 
 _IMPLEMENTED = (
@@ -15,7 +15,7 @@ _IMPLEMENTED = (
      _custom.Custom, _ckpt.load_checkpoint, _ckpt.load_param_into_net, _ckpt.save_checkpoint,
      _grad.grad, _grad.value_and_grad, _context.set_context, _context.set_device,
      _context.set_seed]
-    + _ops.IMPLEMENTED + _ops_more.IMPLEMENTED + _nn.IMPLEMENTED)
+    + _amp.IMPLEMENTED + _ops.IMPLEMENTED + _ops_more.IMPLEMENTED + _nn.IMPLEMENTED)
 
 # Names the generated scripts need that are not table entries; each with its source.
 _FRAMEWORK = {

@@ -9,6 +9,7 @@ attribute paths. SequentialCell/CellList children are '0', '1', ... (their entri
 """
 import collections
 
+from . import _amp
 from ._table import implements, not_in_facts
 from ._tensor import Parameter, PARAMETER_NAME_DEFAULT
 
@@ -175,7 +176,14 @@ class Cell:
         if "_params" not in self.__dict__:
             raise AttributeError("mindspore.nn.Cell: super().__init__() was not called in %s"
                                  % type(self).__name__)
+        if self.__dict__.get("_amp") is not None:
+            return _amp.call(self, args, kwargs)  # to_float / auto_mixed_precision settings
         return self.construct(*args, **kwargs)
+
+    def to_float(self, dst_type):
+        # named by the mindspore.amp.auto_mixed_precision notes ('network.to_float(dtype)',
+        # 'Cells with user to_float() settings are respected'); semantics in _amp.py
+        return _amp.to_float(self, dst_type)
 
     def __repr__(self):
         return "%s<>" % type(self).__name__

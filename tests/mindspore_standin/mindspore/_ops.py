@@ -10,7 +10,7 @@ import numbers
 import torch
 import torch.nn.functional as F
 
-from . import _dtype
+from . import _amp, _dtype
 from ._table import implements, not_in_facts
 from ._tensor import Tensor, T, wrap
 
@@ -99,9 +99,9 @@ def cast(input, dtype):
 
 def _bound(api, v, t, what):
     if isinstance(v, Tensor):
-        if v._t.dtype != t.dtype:
+        if _amp.operand(v._t).dtype != t.dtype:
             raise not_in_facts(api, "%s of dtype %s for an input of dtype %s" % (what, v.dtype, _dtype.from_torch(t.dtype)))
-        return v._t
+        return _amp.operand(v._t)
     if _is_num(v):
         if isinstance(v, float) and not t.dtype.is_floating_point:
             raise not_in_facts(api, "a float %s for an integer input" % what)
@@ -504,13 +504,13 @@ def where(condition, input, other):
         raise TypeError("%s: condition must be bool" % api)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError("%s: input and other cannot both be Python scalars" % api)
-    ref = input._t if isinstance(input, Tensor) else other._t
+    ref = _amp.operand(input._t if isinstance(input, Tensor) else other._t)
 
     def operand(v, what):
         if isinstance(v, Tensor):
-            if v._t.dtype != ref.dtype:
+            if _amp.operand(v._t).dtype != ref.dtype:
                 raise not_in_facts(api, "input and other of different dtypes")
-            return v._t
+            return _amp.operand(v._t)
         if _is_num(v):
             if isinstance(v, float) and not ref.dtype.is_floating_point:
                 raise not_in_facts(api, "a float scalar with an integer Tensor")
@@ -543,13 +543,13 @@ def _binary_operands(api, input, other, names=("input", "other"), allow_bool=Fal
     Tensor dtypes would need the promotion table, which the notes do not give."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError("%s: at least one operand must be a Tensor" % api)
-    ref = input._t if isinstance(input, Tensor) else other._t
+    ref = _amp.operand(input._t if isinstance(input, Tensor) else other._t)
 
     def operand(v, what):
         if isinstance(v, Tensor):
-            if v._t.dtype != ref.dtype:
+            if _amp.operand(v._t).dtype != ref.dtype:
                 raise not_in_facts(api, "operands of different dtypes (the promotion table is not in the notes)")
-            return v._t
+            return _amp.operand(v._t)
         if _is_num(v):
             if isinstance(v, float) and not ref.dtype.is_floating_point:
                 raise not_in_facts(api, "a float %s with an integer Tensor" % what)

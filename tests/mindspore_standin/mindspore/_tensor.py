@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 import torch
 
-from . import _dtype
+from . import _amp, _dtype
 from ._table import implements, not_in_facts
 
 
@@ -118,12 +118,13 @@ class Tensor:
 def T(api, x, what="input"):
     """The torch tensor of a Tensor argument; anything else is a TypeError."""
     if isinstance(x, Tensor):
-        return x._t
+        return _amp.operand(x._t)  # as the running cell reads it under AMP (_amp.py)
     raise TypeError("%s: %s must be a mindspore.Tensor, got %s" % (api, what, type(x).__name__))
 
 
 def wrap(t):
-    return Tensor._wrap(t)
+    """An operation's result; under AMP rounded to the running cell's dtype (_amp.py)."""
+    return Tensor._wrap(_amp.result(t))
 
 
 PARAMETER_NAME_DEFAULT = "Parameter"
