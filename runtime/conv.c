@@ -117,38 +117,47 @@ static __m256 exp8(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+/* Whether act has a vector form (act8); tanh and the gelus go through act1. */
+static int act_vector(mg_act act) {
+  return act != MG_ACT_TANH && act != MG_ACT_GELU && act != MG_ACT_GELU_TANH;
+}
+
+/* act(v) for the activations act_vector accepts (any other comes back as v), with
+ * va, vb its parameters a, b broadcast. max/min take the threshold first so a NaN
+ * input comes out of them unchanged (they return their second operand when either
+ * is NaN); the sigmoids put NaN back after exp8's clamp. */
+static inline __m256 act8(__m256 v, mg_act act, __m256 va, __m256 vb) {
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  switch (act) {
+  case MG_ACT_RELU: return _mm256_max_ps(zero, v);
+  case MG_ACT_CLIP: return _mm256_min_ps(vb, _mm256_max_ps(va, v));
+  case MG_ACT_LEAKY_RELU:
+    return _mm256_blendv_ps(v, _mm256_mul_ps(va, v), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+  case MG_ACT_HARDSIGMOID:
+    return _mm256_min_ps(one, _mm256_max_ps(zero, _mm256_add_ps(_mm256_mul_ps(va, v), vb)));
+  case MG_ACT_HARDSWISH: {
+    const __m256 t = _mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(1.0f / 6.0f)), _mm256_set1_ps(0.5f));
+    return _mm256_mul_ps(v, _mm256_min_ps(one, _mm256_max_ps(zero, t)));
+  }
+  case MG_ACT_SIGMOID:
+  case MG_ACT_SILU: {
+    __m256 r = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, v))));
+    if (act == MG_ACT_SILU) r = _mm256_mul_ps(v, r);
+    return _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  default:
+    return v;
+  }
+}
+
 /* The vector part of bias_act_row for the activations that have one: returns how
- * many leading values (a multiple of 8) it did. max/min take the threshold first
- * so a NaN input comes out of them unchanged (they return their second operand
- * when either is NaN); the sigmoids put NaN back after exp8's clamp. */
+ * many leading values (a multiple of 8) it did. */
 static int bias_act_avx2(float *y, int n, float bias, mg_act act, float a, float b) {
   const __m256 vbias = _mm256_set1_ps(bias), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
   int i = 0;
-  switch (act) {
-  case MG_ACT_RELU:
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(y + i, _mm256_max_ps(zero, _mm256_add_ps(_mm256_loadu_ps(y + i), vbias)));
-    break;
-  case MG_ACT_CLIP:
-    for (; i + 8 <= n; i += 8) {
-      const __m256 v = _mm256_add_ps(_mm256_loadu_ps(y + i), vbias);
-      _mm256_storeu_ps(y + i, _mm256_min_ps(vb, _mm256_max_ps(va, v)));
-    }
-    break;
-  case MG_ACT_SIGMOID:
-  case MG_ACT_SILU:
-    for (; i + 8 <= n; i += 8) {
-      const __m256 v = _mm256_add_ps(_mm256_loadu_ps(y + i), vbias);
-      __m256 r = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, v))));
-      if (act == MG_ACT_SILU) r = _mm256_mul_ps(v, r);
-      r = _mm256_blendv_ps(r, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-      _mm256_storeu_ps(y + i, r);
-    }
-    break;
-  default:
-    break;
-  }
+  if (!act_vector(act)) return 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, act8(_mm256_add_ps(_mm256_loadu_ps(y + i), vbias), act, va, vb));
   return i;
 }
 #endif
@@ -158,6 +167,7 @@ static int bias_act_avx2(float *y, int n, float bias, mg_act act, float a, float
  * sigmoids); the rest call act1 per element. */
 static void bias_act_row(float *y, int n, float bias, mg_act act, float a, float b) {
   int i = 0;
+  if (act == MG_ACT_NONE && bias == 0.0f) return;
 #if defined(MG_CONV_AVX2)
   i = bias_act_avx2(y, n, bias, act, a, b);
   if (i < n && n - i < 8 && act != MG_ACT_NONE) {
@@ -610,7 +620,7 @@ static void conv_winograd(const mg_conv2d_params *p, const float *x, const float
     for (xi = 0; xi < 16; xi++)
       if (p->prepared)
         mg_sgemm_packed(Mg, T, Cg, w + xi * us, p->prepared_mr, V + xi * vs, T, NULL, NULL,
-                        P + xi * ps, T, gemm_scratch);
+                        P + xi * ps, T, gemm_scratch, NULL, NULL);
       else
         mg_sgemm(Mg, T, Cg, 1.0f, U + xi * us, Cg, 0, V + xi * vs, T, 0, 0.0f, P + xi * ps, T,
                  gemm_scratch);
@@ -693,78 +703,121 @@ static float dw_point(const mg_conv2d_params *p, const float *xc, const float *w
   return acc;
 }
 
-/* y[i] = b + sum over taps (r, j) of w[r*K + j] * rows[r][i*S + j], i < n: one
- * output row of a KxK, stride-S, undilated depthwise kernel over K padded input
- * rows (rows[r][i*S + j] is the input or padding of tap (r, j) of output i; each
- * row has at least n*S + K + 8 readable floats). K and S are constants after inlining, so the tap loops
- * unroll and the loop over i vectorises (AVX2: explicit; else the compiler). */
-static inline void dw_run(int K, int S, int n, const float *const *rows,
-                          const float *w, float b, float *y) {
-  int i = 0, r, j;
+/* Output rows the depthwise row kernel computes per call: DW_R independent
+ * accumulator chains (one chain of K*K dependent FMAs per vector was latency
+ * bound: about 4 cycles per FMA), and each input vector loaded serves every one
+ * of the DW_R rows it is a tap of. */
+#define DW_R 4
+/* Padded input rows one call reads: K + S*(DW_R - 1), at most 11 (5x5, stride 2). */
+#define DW_NI_MAX 11
+
+/* The padded input row of a stride-2 layer is stored split: its even columns,
+ * then from DW_ODD_AT(width) on its odd ones, so that tap j of output i reads
+ * element i + j/2 of one half, a plain vector load (no shuffle per tap). */
+#define DW_ODD_AT(width) (((width) / 2 + 8) / 8 * 8)
+
+/* Column p of a padded input row as the kernel for stride S reads it. */
+static int dw_col(int S, int width, int p) { return S == 1 ? p : (p & 1) * DW_ODD_AT(width) + p / 2; }
+
+/* The vector part of storing input row xr (W floats) as padded row slot of a
+ * stride-2 layer (column p = iw + pl at dw_col(2, ., p)): 16 inputs at a time,
+ * their even and odd elements to the two halves. Returns how many leading inputs
+ * it stored. */
+static int dw_split_row(const float *xr, int W, int pl, float *slot, int odd) {
+  int iw = 0;
 #if defined(MG_CONV_AVX2)
-  __m256 wv[49];
-  const __m256 vb = _mm256_set1_ps(b);
-  for (r = 0; r < K * K; r++) wv[r] = _mm256_set1_ps(w[r]);
-  if (S == 1) {
-    for (; i + 8 <= n; i += 8) {
-      __m256 acc = vb;
-      for (r = 0; r < K; r++)
-        for (j = 0; j < K; j++)
-          acc = _mm256_fmadd_ps(wv[r * K + j], _mm256_loadu_ps(rows[r] + i + j), acc);
-      _mm256_storeu_ps(y + i, acc);
-    }
-  } else if (S == 2) {
-    /* even lanes of 16 consecutive inputs; the second load reaches one input past
-     * the last this vector uses, which the caller's rows have room for */
-    const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
-    for (; i + 8 <= n; i += 8) {
-      __m256 acc = vb;
-      for (r = 0; r < K; r++)
-        for (j = 0; j < K; j++) {
-          const float *s = rows[r] + 2 * i + j;
-          const __m256 ev = _mm256_permutevar8x32_ps(
-              _mm256_shuffle_ps(_mm256_loadu_ps(s), _mm256_loadu_ps(s + 8), 0x88), perm);
-          acc = _mm256_fmadd_ps(wv[r * K + j], ev, acc);
-        }
-      _mm256_storeu_ps(y + i, acc);
-    }
+  const __m256i perm = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  float *ev = slot + (pl & 1) * odd + pl / 2, *od = slot + ((pl + 1) & 1) * odd + (pl + 1) / 2;
+  for (; iw + 16 <= W; iw += 16) {
+    const __m256 lo = _mm256_loadu_ps(xr + iw), hi = _mm256_loadu_ps(xr + iw + 8);
+    _mm256_storeu_ps(ev + iw / 2, _mm256_permutevar8x32_ps(_mm256_shuffle_ps(lo, hi, 0x88), perm));
+    _mm256_storeu_ps(od + iw / 2, _mm256_permutevar8x32_ps(_mm256_shuffle_ps(lo, hi, 0xDD), perm));
   }
+#else
+  (void)xr, (void)W, (void)pl, (void)slot, (void)odd;
 #endif
-  for (; i < n; i++) {
-    float acc = b;
-    for (r = 0; r < K; r++)
-      for (j = 0; j < K; j++) acc += w[r * K + j] * rows[r][i * S + j];
-    y[i] = acc;
+  return iw;
+}
+
+/* y[t][i] = act(b + sum over taps (r, j) of w[r*K + j] * X(t*S + r, i*S + j)) for
+ * t < DW_R, i < n: DW_R output rows of a KxK, stride-S, undilated depthwise kernel,
+ * X(r, p) being padded column p of padded input row in[r] (K + S*(DW_R-1) rows,
+ * stored as dw_col says, width floats each, width >= round_up(n, 8)*S + K + 8).
+ * Exactly n values of each y[t] are written. K and S are constants after
+ * inlining, so the tap loops unroll; AVX2 applies the activation in registers when
+ * it has a vector form (act_vector), the other paths and activations leave it to
+ * the caller (returns 0 then, 1 when it was applied). */
+static inline int dw_rows(int K, int S, int n, int width, const float *const *in, const float *w,
+                          float b, float *const *y, mg_act act, float a, float bb) {
+  const int odd = S == 1 ? 0 : DW_ODD_AT(width);
+  int i, t, ir, j;
+#if defined(MG_CONV_AVX2)
+  const __m256 vb = _mm256_set1_ps(b), va = _mm256_set1_ps(a), vbb = _mm256_set1_ps(bb);
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const mg_act vact = act_vector(act) ? act : MG_ACT_NONE;
+  for (i = 0; i < n; i += 8) {
+    __m256 acc[DW_R];
+#pragma GCC unroll 8
+    for (t = 0; t < DW_R; t++) acc[t] = vb;
+#pragma GCC unroll 16
+    for (ir = 0; ir < K + S * (DW_R - 1); ir++)
+#pragma GCC unroll 8
+      for (j = 0; j < K; j++) {
+        const __m256 v = _mm256_loadu_ps(in[ir] + i + (j & (S - 1)) * odd + j / S);
+#pragma GCC unroll 8
+        for (t = 0; t < DW_R; t++) {
+          const int r = ir - t * S;
+          if (r >= 0 && r < K) acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(w[r * K + j]), v, acc[t]);
+        }
+      }
+#pragma GCC unroll 8
+    for (t = 0; t < DW_R; t++) {
+      const __m256 v = act8(acc[t], vact, va, vbb);
+      if (i + 8 <= n)
+        _mm256_storeu_ps(y[t] + i, v);
+      else
+        _mm256_maskstore_ps(y[t] + i, _mm256_cmpgt_epi32(_mm256_set1_epi32(n - i), lanes), v);
+    }
   }
+  return vact == act;
+#else
+  int r;
+  (void)act, (void)a, (void)bb, (void)ir;
+  for (t = 0; t < DW_R; t++)
+    for (i = 0; i < n; i++) {
+      float acc = b;
+      for (r = 0; r < K; r++)
+        for (j = 0; j < K; j++) acc += w[r * K + j] * in[t * S + r][i + (j & (S - 1)) * odd + j / S];
+      y[t][i] = acc;
+    }
+  return act == MG_ACT_NONE;
+#endif
 }
 
-/* The specialised interior kernels: the 3x3 and 5x5 depthwise layers of the
- * mobilenets, efficientnets and deeplab, at strides 1 and 2, and convnext's 7x7. */
-static void dw_run_3s1(int n, const float *const *r, const float *w, float b, float *y) {
-  dw_run(3, 1, n, r, w, b, y);
-}
-static void dw_run_3s2(int n, const float *const *r, const float *w, float b, float *y) {
-  dw_run(3, 2, n, r, w, b, y);
-}
-static void dw_run_5s1(int n, const float *const *r, const float *w, float b, float *y) {
-  dw_run(5, 1, n, r, w, b, y);
-}
-static void dw_run_5s2(int n, const float *const *r, const float *w, float b, float *y) {
-  dw_run(5, 2, n, r, w, b, y);
-}
-static void dw_run_7s1(int n, const float *const *r, const float *w, float b, float *y) {
-  dw_run(7, 1, n, r, w, b, y);
-}
+/* The specialised kernels: the 3x3 and 5x5 depthwise layers of the mobilenets,
+ * efficientnets and deeplab, at strides 1 and 2, and convnext's 7x7. */
+#define DW_FN(K_, S_)                                                                         \
+  static int dw_rows_k##K_##s##S_(int n, int width, const float *const *in, const float *w, \
+                                   float b, float *const *y, mg_act act, float a, float bb) {  \
+    return dw_rows(K_, S_, n, width, in, w, b, y, act, a, bb);                                 \
+  }
+DW_FN(3, 1)
+DW_FN(3, 2)
+DW_FN(5, 1)
+DW_FN(5, 2)
+DW_FN(7, 1)
+#undef DW_FN
 
-typedef void (*dw_run_fn)(int, const float *const *, const float *, float, float *);
+typedef int (*dw_run_fn)(int, int, const float *const *, const float *, float, float *const *,
+                         mg_act, float, float);
 
-/* The specialised interior kernel for p's shape, or NULL. */
+/* The specialised kernel for p's shape, or NULL. */
 static dw_run_fn dw_pick(const mg_conv2d_params *p) {
   if (p->kh != p->kw || p->dil_h != 1 || p->dil_w != 1 || p->stride_h != p->stride_w)
     return NULL;
-  if (p->kh == 3) return p->stride_w == 1 ? dw_run_3s1 : p->stride_w == 2 ? dw_run_3s2 : NULL;
-  if (p->kh == 5) return p->stride_w == 1 ? dw_run_5s1 : p->stride_w == 2 ? dw_run_5s2 : NULL;
-  if (p->kh == 7) return p->stride_w == 1 ? dw_run_7s1 : NULL;
+  if (p->kh == 3) return p->stride_w == 1 ? dw_rows_k3s1 : p->stride_w == 2 ? dw_rows_k3s2 : NULL;
+  if (p->kh == 5) return p->stride_w == 1 ? dw_rows_k5s1 : p->stride_w == 2 ? dw_rows_k5s2 : NULL;
+  if (p->kh == 7) return p->stride_w == 1 ? dw_rows_k7s1 : NULL;
   return NULL;
 }
 
@@ -772,24 +825,25 @@ static dw_run_fn dw_pick(const mg_conv2d_params *p) {
  * holds. Wider layers take the direct path. */
 #define DW_ROW_MAX 1280
 
-/* Depthwise KxK (K = 3, 5 or 7), stride S = 1 or 2, undilated, through a ring of K
- * zero-padded input rows on the stack: input row ih lives in slot ih % K from
- * column pad_l on, the columns around it stay zero, and rows outside the image read
- * a zero row. The row kernel then runs over whole vectors of outputs with no border
- * logic (into a stack row, whose first OW values, activated, are the output row).
- * Output channels oc0 .. oc1-1 only. Returns 0, doing nothing, when a padded row
- * would not fit the ring. */
+/* Depthwise KxK (K = 3, 5 or 7), stride S = 1 or 2, undilated, through a ring of
+ * NI = K + S*(DW_R-1) zero-padded input rows on the stack: input row ih lives in
+ * slot ih % NI from column pad_l on, the columns around it stay zero, and rows
+ * outside the image read a zero row. The row kernel then runs DW_R output rows at
+ * a time over whole vectors with no border logic, straight into the output (rows
+ * past OH go to a sink row). Output channels oc0 .. oc1-1 only. Returns 0, doing
+ * nothing, when a padded row would not fit the ring. */
 static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const float *w,
                                const float *bias, float *y, dw_run_fn run, int oc0, int oc1) {
-  const int K = p->kh, S = p->stride_w, mult = p->M / p->C;
+  const int K = p->kh, S = p->stride_w, mult = p->M / p->C, NI = K + S * (DW_R - 1);
   const int OH = p->OH, OW = p->OW, H = p->H, W = p->W;
-  /* whole vectors of 8 outputs; the S == 2 kernel reads 8 past its last input */
-  const int nv = (OW + 7) / 8 * 8, width = nv * S + K + 8;
-  float ring[7 * DW_ROW_MAX], zero[DW_ROW_MAX], out[DW_ROW_MAX];
-  const float *rows[7];
-  int n, oc, oh, ki, have;
-  if (width > DW_ROW_MAX || p->pad_l + W > width) return 0;
-  memset(ring, 0, sizeof(float) * (size_t)K * width);
+  /* whole vectors of 8 outputs, and room past them (stride 2: two halves) */
+  const int nv = (OW + 7) / 8 * 8, width = nv * S + K + 8 + (S == 1 ? 0 : 8);
+  float ring[DW_NI_MAX * DW_ROW_MAX], zero[DW_ROW_MAX], sink[DW_ROW_MAX];
+  const float *rows[DW_NI_MAX];
+  float *yr[DW_R];
+  int n, oc, oh, ir, t, have;
+  if (width > DW_ROW_MAX || p->pad_l + W > width || NI > DW_NI_MAX) return 0;
+  memset(ring, 0, sizeof(float) * (size_t)NI * width);
   memset(zero, 0, sizeof(float) * (size_t)width);
   for (n = 0; n < p->N; n++) {
     for (oc = oc0; oc < oc1; oc++) {
@@ -798,25 +852,30 @@ static int conv_depthwise_ring(const mg_conv2d_params *p, const float *x, const 
       float *yc = y + ((size_t)n * p->M + oc) * OH * OW;
       const float b0 = bias ? bias[oc] : 0.0f;
       have = -1; /* input rows up to `have` are in the ring */
-      for (oh = 0; oh < OH; oh++) {
+      for (oh = 0; oh < OH; oh += DW_R) {
         const int ih0 = oh * p->stride_h - p->pad_t;
-        for (ki = 0; ki < K; ki++) {
-          const int ih = ih0 + ki;
+        for (ir = 0; ir < NI; ir++) {
+          const int ih = ih0 + ir;
           if (ih < 0 || ih >= H) {
-            rows[ki] = zero;
+            rows[ir] = zero;
             continue;
           }
-          rows[ki] = ring + (size_t)(ih % K) * width;
+          rows[ir] = ring + (size_t)(ih % NI) * width;
           if (ih > have) {
-            memcpy(ring + (size_t)(ih % K) * width + p->pad_l, xc + (size_t)ih * W,
-                   sizeof(float) * (size_t)W);
+            float *slot = ring + (size_t)(ih % NI) * width;
+            const float *xr = xc + (size_t)ih * W;
+            int iw;
+            if (S == 1)
+              memcpy(slot + p->pad_l, xr, sizeof(float) * (size_t)W);
+            else
+              for (iw = dw_split_row(xr, W, p->pad_l, slot, DW_ODD_AT(width)); iw < W; iw++)
+                slot[dw_col(S, width, iw + p->pad_l)] = xr[iw];
             have = ih;
           }
         }
-        run(nv, rows, wc, b0, out);
-        /* whole vectors: the values past OW are finite and never copied out */
-        bias_act_row(out, nv, 0.0f, p->act, p->act_a, p->act_b);
-        memcpy(yc + (size_t)oh * OW, out, sizeof(float) * (size_t)OW);
+        for (t = 0; t < DW_R; t++) yr[t] = oh + t < OH ? yc + (size_t)(oh + t) * OW : sink;
+        if (!run(OW, width, rows, wc, b0, yr, p->act, p->act_a, p->act_b))
+          for (t = 0; t < DW_R && oh + t < OH; t++) bias_act_row(yr[t], OW, 0.0f, p->act, p->act_a, p->act_b);
       }
     }
   }
@@ -869,6 +928,24 @@ static void conv_depthwise(const mg_conv2d_params *p, const float *x, const floa
 
 /* ------------------------------------------------------------------ entry */
 
+/* The fused epilogue of a convolution's product: its bias and activation. */
+typedef struct {
+  const float *bias; /* the group's first, or NULL */
+  mg_act act;
+  float a, b;
+} conv_epi;
+
+/* mg_sgemm_done_fn of a convolution: bias and activation on a block of output
+ * rows (channels i0 ..) just computed, while it is in L1 (a pass over the whole
+ * output afterwards would read it back from L2 or L3). */
+static void conv_done(const void *ctx, float *c, int i0, int j0, int m, int n, int ldc) {
+  const conv_epi *e = (const conv_epi *)ctx;
+  int i;
+  (void)j0;
+  for (i = 0; i < m; i++)
+    bias_act_row(c + (size_t)i * ldc, n, e->bias ? e->bias[i0 + i] : 0.0f, e->act, e->a, e->b);
+}
+
 /* Output positions q0 .. q1-1 of every output plane of a layer on the SGEMM paths
  * (pointwise, im2col rows, im2col chunks), weights prepared or not. The product
  * of a column range is the same columns of the whole product, bit for bit: every
@@ -888,21 +965,24 @@ static void conv_gemm_cols(const mg_conv2d_params *p, const float *x, const floa
       const float *wg = w + (size_t)g * wgroup;
       const float *bg = bias ? bias + (size_t)g * Mg : NULL;
       float *yg = y + ((size_t)n * p->M + (size_t)g * Mg) * yplane + q0;
+      /* prepared products apply bias and activation block by block (conv_done) */
+      const conv_epi epi = {bg, p->act, p->act_a, p->act_b};
+      const mg_sgemm_done_fn done = p->act == MG_ACT_NONE && !bg ? NULL : conv_done;
       if (is_pointwise(p)) {
         /* y[Mg x HW] = w[Mg x Cg] * x[Cg x HW], columns q0.. */
         if (p->prepared)
-          mg_sgemm_packed(Mg, nq, Cg, wg, mr, xg + q0, npos, NULL, NULL, yg, npos, scratch);
+          mg_sgemm_packed(Mg, nq, Cg, wg, mr, xg + q0, npos, NULL, NULL, yg, npos, scratch, done, &epi);
         else
           mg_sgemm(Mg, nq, Cg, 1.0f, wg, Cg, 0, xg + q0, npos, 0, 0.0f, yg, npos, scratch);
-        mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
+        if (!p->prepared) mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
       } else if (use_rows(p)) {
         /* im2col produced row segment by row segment while SGEMM packs B */
         const im2col_src src = {p, xg, q0};
         if (p->prepared)
-          mg_sgemm_packed(Mg, nq, K, wg, mr, NULL, 0, im2col_row, &src, yg, npos, scratch);
+          mg_sgemm_packed(Mg, nq, K, wg, mr, NULL, 0, im2col_row, &src, yg, npos, scratch, done, &epi);
         else
           mg_sgemm_rows(Mg, nq, K, wg, K, im2col_row, &src, yg, npos, scratch);
-        mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
+        if (!p->prepared) mg_bias_act(yg, Mg, nq, npos, bg, p->act, p->act_a, p->act_b);
       } else {
         const im2col_src src = {p, xg, 0};
         const int cols = chunk_cols(p, K);
@@ -916,10 +996,10 @@ static void conv_gemm_cols(const mg_conv2d_params *p, const float *x, const floa
           /* y[:, c0..c0+nc] = w[Mg x K] * col[K x nc]; the epilogue runs on the
            * chunk while it is still in cache */
           if (p->prepared)
-            mg_sgemm_packed(Mg, nc, K, wg, mr, col, nc, NULL, NULL, yc, npos, gemm_scratch);
+            mg_sgemm_packed(Mg, nc, K, wg, mr, col, nc, NULL, NULL, yc, npos, gemm_scratch, done, &epi);
           else
             mg_sgemm(Mg, nc, K, 1.0f, wg, K, 0, col, nc, 0, 0.0f, yc, npos, gemm_scratch);
-          mg_bias_act(yc, Mg, nc, npos, bg, p->act, p->act_a, p->act_b);
+          if (!p->prepared) mg_bias_act(yc, Mg, nc, npos, bg, p->act, p->act_a, p->act_b);
         }
       }
     }

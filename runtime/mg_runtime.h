@@ -181,13 +181,29 @@ size_t mg_sgemm_packed_floats(int M, int K, int mr);
 void mg_sgemm_pack(int M, int K, const float *A, int lda, int mr, float *dst);
 /* Where element (i, k) of a prepared M x K matrix with mr-row panels lies, in floats. */
 size_t mg_sgemm_packed_index(int M, int K, int mr, int i, int k);
+/* An epilogue of mg_sgemm_packed: called once for each block of C as soon as
+ * its values are final (c: element (i0, j0) of C, m rows of n values, rows ldc
+ * apart), while the block is still in L1, to transform it in place. */
+typedef void (*mg_sgemm_done_fn)(const void *ctx, float *c, int i0, int j0, int m, int n, int ldc);
 /* C = A * B (alpha 1, beta 0: C write-only), A prepared by mg_sgemm_pack with pmr,
  * B either K x N row-major (ldb >= N; row NULL) or produced row by row by
  * row(ctx, ...) as in mg_sgemm_rows (then B is unused). C is M x N, ldc >= N.
- * scratch holds mg_sgemm_packed_scratch(M, N, K) floats. */
+ * done, when not NULL, is called with dctx on every block of C once final (every
+ * element exactly once). scratch holds mg_sgemm_packed_scratch(M, N, K) floats. */
 void mg_sgemm_packed(int M, int N, int K, const float *PA, int pmr, const float *B, int ldb,
-                     mg_sgemm_row_fn row, const void *ctx, float *C, int ldc, float *scratch);
+                     mg_sgemm_row_fn row, const void *ctx, float *C, int ldc, float *scratch,
+                     mg_sgemm_done_fn done, const void *dctx);
 size_t mg_sgemm_packed_scratch(int M, int N, int K);
+/* The compiled micro-kernel's panel width NR: the B panels it reads in place. */
+int mg_sgemm_nr(void);
+/* C = A * B + beta * C (alpha 1), B a constant K x N matrix prepared at conversion:
+ * mg_sgemm_pack of B^T (N x K) with panels of pnr (then its panels are the
+ * micro-kernel's B panels, read in place when pnr is mg_sgemm_nr(); another pnr is
+ * repacked per call, same numbers). A is M x K row-major (lda >= K), C is M x N
+ * (ldc >= N; beta 0 never reads it). scratch holds mg_sgemm_packed_scratch(M, N, K)
+ * floats. */
+void mg_sgemm_prepb(int M, int N, int K, const float *A, int lda, const float *PB, int pnr,
+                    float beta, float *C, int ldc, float *scratch);
 
 /* ---------------------------------------------------------- activations */
 

@@ -852,45 +852,106 @@ size_t mg_sgemm_packed_scratch(int M, int N, int K) {
   return ALIGN_SLACK + mc * kc + ALIGN_SLACK + kc * nc;
 }
 
-void mg_sgemm_packed(int M, int N, int K, const float *PA, int pmr, const float *B, int ldb,
-                     mg_sgemm_row_fn row, const void *ctx, float *C, int ldc, float *scratch) {
+/* The row blocks of one (jc, pc) block of a product with packed B panels bp (nc
+ * columns of C from jc, kc deep): C rows (+)= A rows * B, beta_k as blocked's.
+ * The A panels come from A (row-major, lda; packed into pa) when A is not NULL,
+ * else from blk, the K block of a prepared A with pmr-row panels (read in place
+ * when pmr == MR). last: this is the last K block, so done (if any) sees each
+ * block of C as it becomes final. */
+static void row_blocks(int M, int nc, int kc, int jc, int pc, const float *A, int lda,
+                       const float *blk, int pmr, const float *bp, float beta_k, float *C, int ldc,
+                       float *pa, int last, mg_sgemm_done_fn done, const void *dctx) {
+  const int mcb = even_block(M, MC_MAX, MR);
+  int ic, jr, ir;
+  for (ic = 0; ic < M; ic += mcb) {
+    const int mc = min_int(mcb, M - ic);
+    const float *ap = pa;
+    if (A)
+      pack_a(mc, kc, A, lda, 0, ic, pc, pa);
+    else if (pmr == MR)
+      ap = blk + (size_t)ic * kc; /* the panels of rows ic.. */
+    else
+      pack_a_from_packed(mc, kc, blk, pmr, ic, pa);
+    for (jr = 0; jr < nc; jr += NR) {
+      const int nr = min_int(NR, nc - jr);
+      float *cj = C + (size_t)(jc + jr);
+      for (ir = 0; ir < mc; ir += MR)
+        kernel(kc, ap + (size_t)ir * kc, bp + (size_t)jr * kc, cj + (size_t)(ic + ir) * ldc, ldc, 1,
+               min_int(MR, mc - ir), nr, 1.0f, beta_k);
+      /* this mc x nr block of C is final and in L1 */
+      if (done && last) done(dctx, cj + (size_t)ic * ldc, ic, jc + jr, mc, nr, ldc);
+    }
+  }
+}
+
+/* ------------------------------------------------------- prepacked B */
+
+/* pack_b's layout (NR-column panels) of columns j0 .. j0+nc-1 of the K block of a
+ * prepared B (mg_sgemm_prepb) whose panels are pnr columns wide, blk being that
+ * block's start: for a blob prepared for another micro-kernel's NR, or one whose
+ * panels are not 64-byte aligned. */
+static void pack_b_from_packed(int kc, int nc, const float *blk, int pnr, int j0, float *dst) {
+  int jr, j, p;
+  for (jr = 0; jr < nc; jr += NR, dst += (size_t)NR * kc)
+    for (p = 0; p < kc; p++)
+      for (j = 0; j < NR; j++) {
+        const int col = j0 + jr + j;
+        dst[(size_t)p * NR + j] =
+            jr + j < nc ? blk[(size_t)(col / pnr) * pnr * kc + (size_t)p * pnr + col % pnr] : 0.0f;
+      }
+}
+
+/* The product of mg_sgemm_packed (PA with pmr-row panels; B, or row's rows, packed
+ * per block) or of mg_sgemm_prepb (A packed per block; PB with pnr-column panels),
+ * whichever of PA and PB is given: the blocked loops of both, beta on the first K
+ * block, done on the last. */
+static void prepared_product(int M, int N, int K, const float *A, int lda, const float *PA, int pmr,
+                             const float *B, int ldb, mg_sgemm_row_fn row, const void *ctx,
+                             const float *PB, int pnr, float beta, float *C, int ldc,
+                             float *scratch, mg_sgemm_done_fn done, const void *dctx) {
   const int kcb = even_block(K, MG_RT_PACK_KC, 1);
   const int mcb = even_block(M, MC_MAX, MR);
   const int ncb = even_block(N, NC_MAX, NR);
-  const size_t Mp = (size_t)round_up(M, pmr);
+  const size_t Mp = PA ? (size_t)round_up(M, pmr) : 0, Np = PB ? (size_t)round_up(N, pnr) : 0;
+  /* the kernels load B panels 64-byte aligned */
+  const int b_in_place = PB && pnr == NR && ((uintptr_t)PB & 63) == 0;
   float *pa = align64(scratch);
   float *pb = align64(pa + (size_t)mcb * kcb);
-  int jc, pc, ic, jr, ir;
+  int jc, pc;
   if (M <= 0 || N <= 0 || K <= 0) return;
   for (jc = 0; jc < N; jc += ncb) {
     const int nc = min_int(ncb, N - jc);
     for (pc = 0; pc < K; pc += kcb) {
       const int kc = min_int(kcb, K - pc);
-      const float beta_k = pc == 0 ? 0.0f : 1.0f;
-      const float *blk = PA + (size_t)pc * Mp;
-      if (row)
+      const float *bp = pb;
+      if (b_in_place)
+        bp = PB + (size_t)pc * Np + (size_t)jc * kc; /* jc is a multiple of NR */
+      else if (PB)
+        pack_b_from_packed(kc, nc, PB + (size_t)pc * Np, pnr, jc, pb);
+      else if (row)
         pack_b_rows(kc, nc, row, ctx, pc, jc, pb);
       else
         pack_b(kc, nc, B, ldb, 0, pc, jc, pb);
-      for (ic = 0; ic < M; ic += mcb) {
-        const int mc = min_int(mcb, M - ic);
-        const float *ap = blk + (size_t)ic * kc; /* the panels of rows ic.. (pmr == MR) */
-        if (pmr != MR) {
-          pack_a_from_packed(mc, kc, blk, pmr, ic, pa);
-          ap = pa;
-        }
-        for (jr = 0; jr < nc; jr += NR) {
-          const int nr = min_int(NR, nc - jr);
-          const float *bp = pb + (size_t)jr * kc;
-          float *cj = C + (size_t)(jc + jr);
-          for (ir = 0; ir < mc; ir += MR)
-            kernel(kc, ap + (size_t)ir * kc, bp, cj + (size_t)(ic + ir) * ldc, ldc, 1,
-                   min_int(MR, mc - ir), nr, 1.0f, beta_k);
-        }
-      }
+      row_blocks(M, nc, kc, jc, pc, PA ? NULL : A, lda, PA ? PA + (size_t)pc * Mp : NULL, pmr, bp,
+                 pc == 0 ? beta : 1.0f, C, ldc, pa, pc + kc == K, done, dctx);
     }
   }
 }
+
+void mg_sgemm_packed(int M, int N, int K, const float *PA, int pmr, const float *B, int ldb,
+                     mg_sgemm_row_fn row, const void *ctx, float *C, int ldc, float *scratch,
+                     mg_sgemm_done_fn done, const void *dctx) {
+  prepared_product(M, N, K, NULL, 0, PA, pmr, B, ldb, row, ctx, NULL, 0, 0.0f, C, ldc, scratch, done,
+                   dctx);
+}
+
+void mg_sgemm_prepb(int M, int N, int K, const float *A, int lda, const float *PB, int pnr,
+                    float beta, float *C, int ldc, float *scratch) {
+  prepared_product(M, N, K, A, lda, NULL, 0, NULL, 0, NULL, NULL, PB, pnr, beta, C, ldc, scratch,
+                   NULL, NULL);
+}
+
+int mg_sgemm_nr(void) { return NR; }
 
 /* Useful fraction of the micro-tiles covering an m x n product. */
 static double tile_use(int m, int n) {

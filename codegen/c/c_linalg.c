@@ -17,6 +17,19 @@ static void emit_act(cg_ctx *c, const mg_node *n, const mg_value *y, int64_t cou
           (long long)count, act.act, nn_flit(fa, act.a), nn_flit(fb, act.b));
 }
 
+/* The product y = A * B (+ y when accumulate) with B read prepared from wp (pnr
+ * columns a panel): mg_sgemm_prepb. */
+static void emit_prepb(cg_ctx *c, const mg_node *n, const char *wp, int pnr, int accumulate) {
+  int64_t M, N, K;
+  int tB;
+  cg_gemm_prep_shape(c, n, &M, &N, &K, &tB);
+  cg_line(c, "mg_sgemm_prepb(%lld, %lld, %lld, %s, %lld, %s, %d, %s, %s, %lld, %s);", (long long)M,
+          (long long)N, (long long)K, cg_in(c, n->in[0]), (long long)K, wp, pnr,
+          accumulate ? "1.0f" : "0.0f", cg_out(c, n->out[0]), (long long)N,
+          cg_scratch(c, "mg_sgemm_packed_scratch(%lld, %lld, %lld)", (long long)M, (long long)N,
+                     (long long)K));
+}
+
 int cg_emit_Gemm(cg_ctx *c, const mg_node *n) {
   const mg_value *A = n->in[0], *B = n->in[1], *C = n->n_in > 2 ? n->in[2] : NULL;
   const mg_value *y = n->out[0];
@@ -54,12 +67,19 @@ int cg_emit_Gemm(cg_ctx *c, const mg_node *n) {
     cg_line(c, "mg_fill_broadcast2d(%lld, %lld, %s, %lld, %lld, %s, %s);", (long long)M,
             (long long)N, cg_in(c, C), (long long)sm, (long long)sn, nn_flit(fb, beta),
             cg_out(c, y));
-  cg_line(c, "mg_sgemm(%lld, %lld, %lld, %s, %s, %lld, %d, %s, %lld, %d, %s, %s, %lld, %s);",
-          (long long)M, (long long)N, (long long)K, nn_flit(fa, alpha), cg_in(c, A),
-          (long long)ad[1], tA, cg_in(c, B), (long long)bd[1], tB, C ? "1.0f" : "0.0f",
-          cg_out(c, y), (long long)N,
-          cg_scratch(c, "mg_sgemm_scratch(%lld, %lld, %lld)", (long long)M, (long long)N,
-                     (long long)K));
+  {
+    int kind, pnr;
+    const char *wp = cg_prepared(c, n, &kind, &pnr);
+    if (wp)
+      emit_prepb(c, n, wp, pnr, C != NULL);
+    else
+      cg_line(c, "mg_sgemm(%lld, %lld, %lld, %s, %s, %lld, %d, %s, %lld, %d, %s, %s, %lld, %s);",
+              (long long)M, (long long)N, (long long)K, nn_flit(fa, alpha), cg_in(c, A),
+              (long long)ad[1], tA, cg_in(c, B), (long long)bd[1], tB, C ? "1.0f" : "0.0f",
+              cg_out(c, y), (long long)N,
+              cg_scratch(c, "mg_sgemm_scratch(%lld, %lld, %lld)", (long long)M, (long long)N,
+                         (long long)K));
+  }
   emit_act(c, n, y, M * N);
   return 0;
 }
@@ -100,6 +120,15 @@ int cg_emit_MatMul(cg_ctx *c, const mg_node *n) {
   if (!nn_fits_int(cg_numel(A)) || !nn_fits_int(cg_numel(B)) || !nn_fits_int(cg_numel(y)))
     return cg_unsupported(c, n, "tensor too large");
   nn_need(c, "matmul.c");
+  {
+    int kind, pnr;
+    const char *wp = cg_prepared(c, n, &kind, &pnr);
+    if (wp) { /* B constant and 2-D: b_batch == 1, a_batch == batch */
+      emit_prepb(c, n, wp, pnr, 0);
+      emit_act(c, n, y, batch * M * N);
+      return 0;
+    }
+  }
   if (b_batch == 1 && a_batch == batch) {
     /* one B for all: A's batch rows are consecutive M-row blocks */
     cg_line(c, "mg_sgemm(%lld, %lld, %lld, 1.0f, %s, %lld, 0, %s, %lld, 0, 0.0f, %s, %lld, %s);",

@@ -113,15 +113,22 @@ void cg_fused_act(cg_ctx *c, const mg_node *n, cg_act *out);
  * above 1, with m->pool and each thread's scratch scratch_floats() apart. */
 int cg_threads(const cg_ctx *c);
 
-/* Weights prepared at conversion (cg_prepare.c): for node n (a Conv), the C
- * pointer expression of its prepared weights, with *kind the mg_conv_prep and *mr
- * the panel height they were made for; NULL (and 0, 0) when n reads its weights
- * as the graph has them. */
+/* Weights prepared at conversion (cg_prepare.c): for node n (a Conv, or a MatMul
+ * or Gemm with a constant B), the C pointer expression of its prepared weights,
+ * with *kind the mg_conv_prep (1 for a product's B) and *mr the panel height (B:
+ * width) they were made for; NULL (and 0, 0) when n reads its weights as the
+ * graph has them. */
 const char *cg_prepared(cg_ctx *c, const mg_node *n, int *kind, int *mr);
 /* The mg_conv2d_params of Conv n (activation and preparation unset), computed
  * as cg_emit_Conv does: 0; 1 for 3+ spatial dims; -1 when it is not supported
  * (after cg_unsupported, which records nothing while the driver probes). */
 int cg_conv_geometry(cg_ctx *c, const mg_node *n, mg_conv2d_params *p);
+/* Whether MatMul or Gemm n reads its constant 2-D B prepared (cg_prepare.c,
+ * runtime mg_sgemm_prepb): float32, static shapes, A's rows (batch dims folded)
+ * M >= 8, Gemm without transA and with alpha 1. Fills the product's M, N, K and
+ * whether B is given transposed (Gemm's transB). The emitters of both ops take
+ * the prepared path exactly when this holds and the weights were prepared. */
+int cg_gemm_prep_shape(cg_ctx *c, const mg_node *n, int64_t *M, int64_t *N, int64_t *K, int *tB);
 
 /* Records an UNSUPPORTED diagnostic naming the node and op, with the reason
  * (printf format: "dtype int8", "attribute mode='cubic'"), and returns -1. */

@@ -170,6 +170,51 @@ static void test_sgemm_block_edges(void **state) {
   check_sgemm(2, 2, 2000, 1.0f, 0, 0, 0.0f, 0);
 }
 
+/* mg_sgemm_prepb against a double reference: B prepared for the compiled NR (read
+ * in place), for other panel widths and at an unaligned address (both repacked per
+ * call), with beta 0 (C never read) and 1, over shapes crossing the tiles and the
+ * cache blocks. */
+static void test_sgemm_prepb(void **state) {
+  static const int shapes[][3] = {{8, 33, 5}, {13, 7, 300}, {150, 70, 520}, {9, 3100, 17}, {64, 49, 96}};
+  const int widths[] = {mg_sgemm_nr(), 8, 6, 16};
+  size_t q;
+  int w, unaligned, i, j, k;
+  (void)state;
+  for (q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
+    for (w = 0; w < 4; w++)
+      for (unaligned = 0; unaligned < 2; unaligned++) {
+        const int M = shapes[q][0], N = shapes[q][1], K = shapes[q][2], pnr = widths[w];
+        const float beta = unaligned ? 1.0f : 0.0f;
+        float *A = rnd_array((size_t)M * K), *BT = rnd_array((size_t)N * K), *C = rnd_array((size_t)M * N);
+        float *C0 = malloc((size_t)M * N * sizeof(float)), *PB0 = malloc((mg_sgemm_packed_floats(N, K, pnr) + 32) * sizeof(float));
+        float *PB;
+        scratch_buf s = scratch_new(mg_sgemm_packed_scratch(M, N, K));
+        assert_non_null(C0);
+        assert_non_null(PB0);
+        PB = (float *)(((uintptr_t)PB0 + 63) & ~(uintptr_t)63) + unaligned;
+        if (beta == 0.0f)
+          for (i = 0; i < M * N; i++) C[i] = NAN;
+        memcpy(C0, C, (size_t)M * N * sizeof(float));
+        mg_sgemm_pack(N, K, BT, K, pnr, PB); /* B^T in panels of pnr */
+        mg_sgemm_prepb(M, N, K, A, K, PB, pnr, beta, C, N, s.p);
+        for (i = 0; i < M; i++)
+          for (j = 0; j < N; j++) {
+            double ref = beta != 0.0f ? beta * (double)C0[(size_t)i * N + j] : 0.0, mag = fabs(ref), tol;
+            for (k = 0; k < K; k++) {
+              const double t = (double)A[(size_t)i * K + k] * BT[(size_t)j * K + k];
+              ref += t;
+              mag += fabs(t);
+            }
+            tol = (4.0 * sqrt((double)K) + 8.0) * FLT_EPSILON * mag + 1e-30;
+            if (!(fabs(C[(size_t)i * N + j] - ref) <= tol))
+              fail_msg("prepb M=%d N=%d K=%d pnr=%d unaligned=%d: C[%d][%d] = %.9g, reference %.9g",
+                       M, N, K, pnr, unaligned, i, j, C[(size_t)i * N + j], ref);
+          }
+        scratch_check_free(s);
+        free(A), free(BT), free(C), free(C0), free(PB0);
+      }
+}
+
 /* M == 1 and N == 1 take the gemv paths; K == 0 and alpha == 0 only scale C. */
 static void test_sgemm_degenerate(void **state) {
   int tA, tB, t;
@@ -519,6 +564,7 @@ int main(void) {
       cmocka_unit_test(test_sgemm_tile_edges),
       cmocka_unit_test(test_sgemm_block_edges),
       cmocka_unit_test(test_sgemm_degenerate),
+      cmocka_unit_test(test_sgemm_prepb),
       cmocka_unit_test(test_sgemm_scratch_monotonic),
       cmocka_unit_test(test_bias_act),
       cmocka_unit_test(test_conv_out_dim),
