@@ -74,13 +74,16 @@ side_lane() {
 }
 
 side_log=$(mktemp)
-trap 'rm -f "$cpu_file" "$side_log" "$side_log.cpu"; [ -n "${side_pid:-}" ] && kill "$side_pid" 2> /dev/null' EXIT
+trap 'rm -f "$cpu_file" "$side_log" "$side_log.cpu" "$side_log.pid"; [ -n "${side_pid:-}" ] && kill "$side_pid" 2> /dev/null' EXIT
 if [ "${MIGC_TEST_LANES:-2}" = 1 ]; then
   side_lane
 else
-  # its own file for cpu_now: the lanes' `times` must not write over each other
-  (cpu_file=$side_log.cpu; side_lane; IFS=';'; echo "SIDE-COUNTS $passed $failed ${failed_names[*]}") > "$side_log" 2>&1 &
-  side_pid=$!
+  # Its own file for cpu_now: the lanes' `times` must not write over each other.
+  # Started twice removed, so this shell never reaps it: a reaped lane's CPU time
+  # would count in the `times` of whichever suite was running when it ended.
+  ( (cpu_file=$side_log.cpu; side_lane; IFS=';'; echo "SIDE-COUNTS $passed $failed ${failed_names[*]}") \
+      > "$side_log" 2>&1 & echo $! > "$side_log.pid" )
+  side_pid=$(cat "$side_log.pid")
 fi
 
 suite "torchvision exports: import and static shapes" bash tests/e2e/torchvision_inspect.sh "$BUILD/migc"
@@ -103,7 +106,7 @@ suite "coverage: zoo and node reports, honesty, rules errors, HTML" bash tests/e
 suite "migc batch + report: 4-model manifest, -j 2, resume after SIGKILL, 3 shards merged, timeout, Slurm stand-in, JUnit, HTML" bash tests/e2e/batch.sh "$BUILD"
 
 if [ -n "${side_pid:-}" ]; then
-  wait "$side_pid"
+  while kill -0 "$side_pid" 2> /dev/null; do sleep 2; done
   echo
   echo "=== the side lane, run beside the suites above"
   grep -v '^SIDE-COUNTS' "$side_log"
