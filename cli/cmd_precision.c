@@ -22,9 +22,9 @@
 
 static void help(FILE *f) {
   fprintf(f,
-          "usage: migc precision MODEL.onnx --precision fp16|bf16 [--samples N] [--scale S]\n"
+          "usage: migc precision MODEL.onnx --precision fp16|bf16|int8 [--samples N] [--scale S]\n"
           "                      [--seed S] [--inputs DIR] [--budget TOL] [--top K]\n"
-          "                      [--keep-top K]\n"
+          "                      [--keep-top K] [--calibrate DIR | --calib-samples N]\n"
           "                      [--input-shape N=DIMS]... [--json FILE] [--force]\n"
           "\n"
           "Runs the model with the reference interpreter at float32 and again with its\n"
@@ -38,6 +38,12 @@ static void help(FILE *f) {
           "    TOL, chosen greedily from the profile and then pruned;\n"
           "  - with --keep-top K: the error with the profile's K worst layers float32,\n"
           "    which checks what the profile predicts.\n"
+          "int8 is static post-training quantisation, emulated as QuantizeLinear/\n"
+          "DequantizeLinear pairs on each Conv, Gemm and MatMul: weights per output\n"
+          "channel, int8 symmetric; activations and outputs per tensor, uint8 over the\n"
+          "min-max range seen on calibration inputs (--calibrate DIR: its .npy files;\n"
+          "else --calib-samples N seeded inputs, default 16, drawn apart from the\n"
+          "measured ones).\n"
           "Error: max |out - ref| / max |ref| per output, the largest over samples and\n"
           "outputs; the cosine is the smallest.\n"
           "\n"
@@ -53,9 +59,9 @@ static void help(FILE *f) {
 }
 
 typedef struct {
-  const char *model, *inputs_dir, *json, *budget_text;
+  const char *model, *inputs_dir, *calib_dir, *json, *budget_text;
   prec_kind p;
-  int have_p, samples, top, keep_top, force;
+  int have_p, samples, calib_samples, top, keep_top, force;
   double scale, budget;
   uint64_t seed;
   mg_shape_override ov[32]; /* --input-shape, then the symbolic inputs at 1 */
@@ -69,17 +75,19 @@ static int parse_args(int argc, char **argv, precision_job *j) {
     char *end = NULL;
     if (!strcmp(a, "--precision") && more) {
       if (prec_parse(argv[++i], &j->p) || j->p == PREC_FP32) {
-        fprintf(stderr, "migc precision: --precision wants fp16 or bf16, got '%s'\n", argv[i]);
+        fprintf(stderr, "migc precision: --precision wants fp16, bf16 or int8, got '%s'\n", argv[i]);
         return -1;
       }
       j->have_p = 1;
-    } else if (!strcmp(a, "--samples") && more) {
+    } else if ((!strcmp(a, "--samples") || !strcmp(a, "--calib-samples")) && more) {
       long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 100000) {
-        fprintf(stderr, "migc precision: --samples wants a count from 1 to 100000, got '%s'\n", argv[i]);
+      if (*end || end == argv[i] || v < 1 || v > 100000) {
+        fprintf(stderr, "migc precision: %s wants a count from 1 to 100000, got '%s'\n", a, argv[i]);
         return -1;
       }
-      j->samples = (int)v;
+      *(a[2] == 's' ? &j->samples : &j->calib_samples) = (int)v;
+    } else if (!strcmp(a, "--calibrate") && more) {
+      j->calib_dir = argv[++i];
     } else if ((!strcmp(a, "--top") || !strcmp(a, "--keep-top")) && more) {
       long v = strtol(argv[++i], &end, 10);
       if (*end || end == argv[i] || v < 0 || v > 1000000) {
@@ -126,7 +134,7 @@ static int parse_args(int argc, char **argv, precision_job *j) {
     }
   }
   if (!j->model || !j->have_p) {
-    fprintf(stderr, "migc precision: %s\n", !j->model ? "no model given" : "--precision fp16|bf16 is required");
+    fprintf(stderr, "migc precision: %s\n", !j->model ? "no model given" : "--precision fp16|bf16|int8 is required");
     return -1;
   }
   return 0;
@@ -227,13 +235,13 @@ int cmd_precision(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
-  precision_job j = {.samples = 8, .top = 10, .scale = 1.0};
+  precision_job j = {.samples = 8, .calib_samples = 16, .top = 10, .scale = 1.0};
   if (parse_args(argc, argv, &j)) {
     help(stderr);
     return EXIT_BAD_INPUT;
   }
-  const char *ins[2] = {j.model, j.inputs_dir};
-  cli_output_rule(j.force, ins, 2);
+  const char *ins[3] = {j.model, j.inputs_dir, j.calib_dir};
+  cli_output_rule(j.force, ins, 3);
   mg_diags d;
   mg_diags_init(&d);
   mg_model *m = NULL;
@@ -251,6 +259,18 @@ int cmd_precision(int argc, char **argv) {
                    : prec_set_random(m, j.samples, j.scale, j.seed, &s, &d)) {
     rc = EXIT_BAD_INPUT;
     goto done;
+  }
+  if (j.p == PREC_INT8) {
+    prec_set calib = {0};
+    /* the calibration inputs are not the measured ones: their seed is apart */
+    const int bad = j.calib_dir ? read_inputs_dir(m, j.calib_dir, &calib, &d)
+                                : prec_set_random(m, j.calib_samples, j.scale, j.seed ^ 0xca1b5eedull, &calib, &d);
+    const int failed = bad || prec_calibrate(m, &calib, &s, &d);
+    prec_set_free(&calib);
+    if (failed) {
+      rc = EXIT_BAD_INPUT;
+      goto done;
+    }
   }
   if (prec_set_reference(m, &s, &d) ||
       prec_profile(m, j.p, &s, progress, (void *)prec_name(j.p), &layers, &n_layers, &d)) {

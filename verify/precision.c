@@ -9,8 +9,8 @@
 #include <string.h>
 
 int prec_parse(const char *text, prec_kind *out) {
-  static const char *const names[] = {"fp32", "fp16", "bf16"};
-  for (int i = 0; i < 3; i++)
+  static const char *const names[] = {"fp32", "fp16", "bf16", "int8"};
+  for (int i = 0; i < 4; i++)
     if (text && !strcmp(text, names[i])) {
       *out = (prec_kind)i;
       return 0;
@@ -18,7 +18,9 @@ int prec_parse(const char *text, prec_kind *out) {
   return -1;
 }
 
-const char *prec_name(prec_kind p) { return p == PREC_FP16 ? "fp16" : p == PREC_BF16 ? "bf16" : "fp32"; }
+const char *prec_name(prec_kind p) {
+  return p == PREC_FP16 ? "fp16" : p == PREC_BF16 ? "bf16" : p == PREC_INT8 ? "int8" : "fp32";
+}
 
 /* Ops whose float output holds only elements of their inputs (or constants), so
  * they are exact on rounded inputs and a precision changes nothing in them. */
@@ -42,8 +44,9 @@ static int has_subgraph(const mg_node *n) {
 
 static int is_f32_tensor(const mg_value *v) { return v && v->vtype == MG_VT_TENSOR && v->dtype == MG_F32; }
 
-int prec_is_layer(const mg_node *n) {
+int prec_is_layer(const mg_node *n, prec_kind p) {
   if (moves_data(n->op) || has_subgraph(n)) return 0;
+  if (p == PREC_INT8 && n->op != MG_OP_Conv && n->op != MG_OP_Gemm && n->op != MG_OP_MatMul) return 0;
   for (int j = 0; j < n->n_out; j++)
     if (is_f32_tensor(n->out[j])) return 1;
   return 0;
@@ -76,30 +79,133 @@ static mg_value *round_trip(mg_rw *w, mg_value *x, mg_value *into, prec_kind p) 
   return w->failed ? NULL : back;
 }
 
+/* x -> QuantizeLinear -> DequantizeLinear with n_ch scales (one: per tensor, a
+ * scalar; else along axis) and zero points of dtype zdt: x on the int8/uint8 grid. */
+static mg_value *qdq(mg_rw *w, mg_value *x, mg_value *into, const float *scale, const void *zp, mg_dtype zdt,
+                     int n_ch, int axis) {
+  char base[256];
+  snprintf(base, sizeof base, "%s.int8", x->name);
+  mg_shape ps = {.rank = n_ch > 1};
+  ps.d[0].v = n_ch;
+  mg_value *sc = mg_rw_const(w, base, MG_F32, &ps, scale, sizeof(float) * (size_t)n_ch);
+  mg_value *z = mg_rw_const(w, base, zdt, &ps, zp, (size_t)n_ch);
+  mg_value *q = mg_rw_value(w, base, zdt, &x->shape);
+  mg_value *back = into ? into : mg_rw_value(w, base, MG_F32, &x->shape);
+  if (!sc || !z || !q || !back) return NULL;
+  mg_value *qin[3] = {x, sc, z}, *din[3] = {q, sc, z};
+  mg_node *qn = mg_rw_node(w, MG_OP_QuantizeLinear, base, 3, qin, 1, &q);
+  mg_node *dn = mg_rw_node(w, MG_OP_DequantizeLinear, base, 3, din, 1, &back);
+  if (qn && dn && n_ch > 1) mg_rw_attr_int(w, qn, "axis", axis), mg_rw_attr_int(w, dn, "axis", axis);
+  return w->failed ? NULL : back;
+}
+
+/* The uint8 grid of an activation whose calibrated range is [lo, hi]. */
+static void activation_grid(float lo, float hi, float *scale, uint8_t *zp) {
+  lo = lo < 0 ? lo : 0, hi = hi > 0 ? hi : 0;
+  *scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  const double z = nearbyint(-lo / *scale);
+  *zp = (uint8_t)(z < 0 ? 0 : z > 255 ? 255 : z);
+}
+
+/* Per-channel symmetric int8 scales of constant weight v along axis (n_ch
+ * channels, or one for the whole tensor). */
+static void weight_scales(const mg_value *v, int axis, int n_ch, float *scale) {
+  int64_t inner = 1, numel = mg_shape_numel(&v->shape);
+  for (int k = axis + 1; n_ch > 1 && k < v->shape.rank; k++) inner *= v->shape.d[k].v;
+  for (int c = 0; c < n_ch; c++) scale[c] = 0;
+  for (int64_t i = 0; i < numel; i++) {
+    const int c = n_ch > 1 ? (int)((i / inner) % n_ch) : 0;
+    const float a = (float)fabs(mg_load_f64(MG_F32, (const char *)v->data + (size_t)i * 4));
+    if (a > scale[c]) scale[c] = a;
+  }
+  for (int c = 0; c < n_ch; c++) scale[c] = scale[c] > 0 ? scale[c] / 127.0f : 1.0f;
+}
+
+/* The calibrated range of the value named like x in the model calibrated. */
+static int range_of(const mg_model *orig, const prec_set *s, const mg_value *x, float *lo, float *hi,
+                    mg_diags *d) {
+  const mg_value *v = mg_graph_find(orig->graph, x->name);
+  if (!s || !s->lo || !v || v->id < 0 || v->id >= s->n_values || s->lo[v->id] > s->hi[v->id]) {
+    mg_error(d, USAGE, NULL, NULL, "int8: no calibrated range for '%s'", x->name);
+    return -1;
+  }
+  *lo = s->lo[v->id], *hi = s->hi[v->id];
+  return 0;
+}
+
+/* An int8 layer's input k: its weight (a constant in the weight slot) per output
+ * channel, a bias as it is, anything else per tensor on its calibrated grid. */
+static int quantize_input(mg_rw *w, const mg_model *orig, const prec_set *s, mg_node *n, int k, mg_diags *d) {
+  mg_value *x = n->in[k];
+  const int bias = (n->op == MG_OP_Conv || n->op == MG_OP_Gemm) && k == 2;
+  if (bias) return 0;
+  mg_value *r = NULL;
+  if (x->data && (x->kind == MG_V_CONST || x->kind == MG_V_INIT) && x->shape.rank >= 1) {
+    int axis = -1;
+    if (k == 1 && n->op == MG_OP_Conv) axis = 0;
+    else if (k == 1 && n->op == MG_OP_Gemm) axis = mg_attr_int(n, "transB", 0) ? 0 : 1;
+    else if (k == 1 && n->op == MG_OP_MatMul && x->shape.rank >= 2) axis = x->shape.rank - 1;
+    const int n_ch = axis >= 0 ? (int)x->shape.d[axis].v : 1;
+    float *scale = mg_malloc(sizeof(float) * (size_t)n_ch);
+    int8_t *zp = mg_calloc((size_t)n_ch, 1);
+    if (scale && zp) {
+      weight_scales(x, axis, n_ch, scale);
+      r = qdq(w, x, NULL, scale, zp, MG_I8, n_ch, axis);
+    } else {
+      w->failed = 1;
+    }
+    mg_free(scale), mg_free(zp);
+  } else {
+    float lo, hi, scale;
+    uint8_t zp;
+    if (range_of(orig, s, x, &lo, &hi, d)) return -1;
+    activation_grid(lo, hi, &scale, &zp);
+    r = qdq(w, x, NULL, &scale, &zp, MG_U8, 1, 0);
+  }
+  if (r) n->in[k] = r;
+  return r ? 0 : -1;
+}
+
 /* Rewrites node n (kept in place) to read its float32 inputs and write its float32
- * outputs rounded to p. */
-static void emulate_node(mg_rw *w, mg_node *n, prec_kind p) {
-  for (int k = 0; k < n->n_in; k++)
-    if (is_f32_tensor(n->in[k]) && rounds_input(n, k)) {
+ * outputs on p's grid: rounded to fp16/bf16, or quantised to int8 (prec_emulate). */
+static int emulate_node(mg_rw *w, const mg_model *orig, const prec_set *s, mg_node *n, prec_kind p,
+                        mg_diags *d) {
+  for (int k = 0; k < n->n_in; k++) {
+    if (!is_f32_tensor(n->in[k]) || !rounds_input(n, k)) continue;
+    if (p == PREC_INT8) {
+      if (quantize_input(w, orig, s, n, k, d)) return -1;
+    } else {
       mg_value *r = round_trip(w, n->in[k], NULL, p);
       if (r) n->in[k] = r;
     }
+  }
   mg_rw_keep(w, n);
   for (int j = 0; j < n->n_out; j++) {
     mg_value *y = n->out[j];
     if (!is_f32_tensor(y)) continue;
+    float lo = 0, hi = 0, scale;
+    uint8_t zp;
+    if (p == PREC_INT8 && range_of(orig, s, y, &lo, &hi, d)) return -1;
     char base[256];
     snprintf(base, sizeof base, "%s.raw", y->name);
     mg_value *raw = mg_rw_value(w, base, MG_F32, &y->shape);
-    if (!raw) return;
+    if (!raw) return -1;
     raw->producer = n;
     raw->producer_slot = j;
     n->out[j] = raw;
-    round_trip(w, raw, y, p); /* y keeps its name: a graph output stays one */
+    /* y keeps its name: a graph output stays one */
+    if (p == PREC_INT8) {
+      activation_grid(lo, hi, &scale, &zp);
+      qdq(w, raw, y, &scale, &zp, MG_U8, 1, 0);
+    } else {
+      round_trip(w, raw, y, p);
+    }
   }
+  return w->failed ? -1 : 0;
 }
 
-mg_model *prec_emulate(const mg_model *m, const unsigned char *at_low, prec_kind p, mg_diags *d) {
+mg_model *prec_emulate(const mg_model *m, const unsigned char *at_low, prec_kind p, const prec_set *s,
+                       mg_diags *d) {
   mg_model *c = mg_model_clone(m);
   if (!c) {
     mg_error(d, OOM, NULL, NULL, "out of memory copying the model for the %s emulation", prec_name(p));
@@ -112,12 +218,18 @@ mg_model *prec_emulate(const mg_model *m, const unsigned char *at_low, prec_kind
   mg_node **nodes = mg_malloc(sizeof *nodes * (size_t)(n_nodes ? n_nodes : 1));
   if (!nodes) w.failed = 1;
   else memcpy(nodes, g->nodes, sizeof *nodes * (size_t)n_nodes);
+  int bad = 0;
+  const size_t errors_before = d->errors;
   for (int i = 0; nodes && i < n_nodes; i++) {
-    if (p != PREC_FP32 && at_low[i] && prec_is_layer(nodes[i])) emulate_node(&w, nodes[i], p);
+    if (!bad && p != PREC_FP32 && at_low[i] && prec_is_layer(nodes[i], p)) bad = emulate_node(&w, m, s, nodes[i], p, d);
     else mg_rw_keep(&w, nodes[i]);
   }
   mg_free(nodes);
-  if (mg_rw_end(&w)) {
+  if (mg_rw_end(&w) || bad) {
+    if (d->errors > errors_before) {
+      mg_model_free(c);
+      return NULL;
+    }
     mg_error(d, OOM, NULL, NULL, "out of memory rewriting the model for the %s emulation", prec_name(p));
     mg_model_free(c);
     return NULL;
@@ -148,6 +260,7 @@ static double normal01(uint64_t *state) {
 }
 
 void prec_set_free(prec_set *s) {
+  mg_free(s->lo), mg_free(s->hi);
   if (s->inputs) mg_arrays_free(s->inputs, s->n_samples * s->n_inputs);
   if (s->ref) mg_arrays_free(s->ref, s->n_samples * s->n_outputs);
   memset(s, 0, sizeof *s);
@@ -234,6 +347,54 @@ int prec_set_reference(mg_model *m, prec_set *s, mg_diags *d) {
   return 0;
 }
 
+typedef struct {
+  const mg_graph *g;
+  prec_set *s;
+} calib_ctx;
+
+static void widen(prec_set *s, int id, const mg_array *a) {
+  if (id < 0 || id >= s->n_values || a->dtype != MG_F32) return;
+  const float *x = a->data;
+  const size_t n = a->nbytes / sizeof(float);
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(x[i])) continue;
+    if (x[i] < s->lo[id]) s->lo[id] = x[i];
+    if (x[i] > s->hi[id]) s->hi[id] = x[i];
+  }
+}
+
+/* interp_observer: the range of each float32 output of a top-graph node. */
+static int observe_range(void *ctx, const mg_node *n, mg_rvalue *const *outs) {
+  const calib_ctx *c = ctx;
+  if (n->graph != c->g) return 0;
+  for (int j = 0; j < n->n_out; j++)
+    if (n->out[j] && outs[j] && outs[j]->kind == MG_RV_TENSOR) widen(c->s, n->out[j]->id, &outs[j]->t);
+  return 0;
+}
+
+int prec_calibrate(mg_model *m, const prec_set *calib, prec_set *s, mg_diags *d) {
+  const mg_graph *g = m->graph;
+  mg_free(s->lo), mg_free(s->hi);
+  s->n_values = g->n_values;
+  s->lo = mg_malloc(sizeof(float) * (size_t)(g->n_values + 1));
+  s->hi = mg_malloc(sizeof(float) * (size_t)(g->n_values + 1));
+  if (!s->lo || !s->hi) {
+    mg_error(d, OOM, NULL, NULL, "out of memory for the calibration ranges");
+    return -1;
+  }
+  for (int i = 0; i < g->n_values; i++) s->lo[i] = INFINITY, s->hi[i] = -INFINITY;
+  calib_ctx c = {g, s};
+  for (int i = 0; i < calib->n_samples; i++) {
+    const mg_array *in = calib->inputs + (size_t)i * calib->n_inputs;
+    for (int k = 0; k < calib->n_inputs && k < g->n_inputs; k++) widen(s, g->inputs[k]->id, &in[k]);
+    mg_array *outs = NULL;
+    interp_options opt = {.observe = observe_range, .observe_ctx = &c};
+    if (interp_run(m, in, calib->n_inputs, &opt, &outs, d)) return -1;
+    mg_arrays_free(outs, g->n_outputs);
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------------ measures */
 
 /* Folds the error of one output into e. */
@@ -263,7 +424,7 @@ static void add_error(const mg_array *got, const mg_array *ref, prec_error *e) {
 int prec_measure(const mg_model *m, const unsigned char *at_low, prec_kind p, const prec_set *s, prec_error *e,
                  mg_diags *d) {
   e->max_rel = 0, e->min_cos = 1;
-  mg_model *c = prec_emulate(m, at_low, p, d);
+  mg_model *c = prec_emulate(m, at_low, p, s, d);
   if (!c) return -1;
   int rc = 0;
   for (int i = 0; !rc && i < s->n_samples; i++) {
@@ -291,7 +452,7 @@ int prec_profile(const mg_model *m, prec_kind p, const prec_set *s, prec_progres
   const mg_graph *g = m->graph;
   *out = NULL, *n = 0;
   int total = 0;
-  for (int i = 0; i < g->n_nodes; i++) total += prec_is_layer(g->nodes[i]);
+  for (int i = 0; i < g->n_nodes; i++) total += prec_is_layer(g->nodes[i], p);
   prec_layer *layers = mg_malloc(sizeof *layers * (size_t)(total ? total : 1));
   unsigned char *at_low = mg_calloc((size_t)g->n_nodes + 1, 1);
   if (!layers || !at_low) {
@@ -301,7 +462,7 @@ int prec_profile(const mg_model *m, prec_kind p, const prec_set *s, prec_progres
   }
   int k = 0;
   for (int i = 0; i < g->n_nodes; i++) {
-    if (!prec_is_layer(g->nodes[i])) continue;
+    if (!prec_is_layer(g->nodes[i], p)) continue;
     at_low[i] = 1;
     layers[k].node = i;
     const int rc = prec_measure(m, at_low, p, s, &layers[k].err, d);
@@ -324,7 +485,7 @@ int prec_profile(const mg_model *m, prec_kind p, const prec_set *s, prec_progres
 static int measure_prefix(const mg_model *m, prec_kind p, const prec_set *s, const prec_layer *profile,
                           int n_profile, int kept, unsigned char *at_low, prec_error *e, mg_diags *d) {
   const mg_graph *g = m->graph;
-  for (int i = 0; i < g->n_nodes; i++) at_low[i] = (unsigned char)prec_is_layer(g->nodes[i]);
+  for (int i = 0; i < g->n_nodes; i++) at_low[i] = (unsigned char)prec_is_layer(g->nodes[i], p);
   for (int k = 0; k < kept && k < n_profile; k++) at_low[profile[k].node] = 0;
   return prec_measure(m, at_low, p, s, e, d);
 }
@@ -367,7 +528,7 @@ int prec_budget(const mg_model *m, prec_kind p, const prec_set *s, const prec_la
     if (!rc && e.max_rel <= budget) hi = mid, *mixed = e;
     else lo = mid;
   }
-  for (int i = 0; i < g->n_nodes; i++) at_low[i] = (unsigned char)prec_is_layer(g->nodes[i]);
+  for (int i = 0; i < g->n_nodes; i++) at_low[i] = (unsigned char)prec_is_layer(g->nodes[i], p);
   for (int k = 0; !rc && k < hi; k++) {
     at_low[profile[k].node] = 0;
     keep[profile[k].node] = 1, order[kept++] = profile[k].node;

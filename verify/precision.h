@@ -18,30 +18,45 @@
 #define MG_PRECISION_H
 #include "interp.h"
 
-typedef enum { PREC_FP32, PREC_FP16, PREC_BF16 } prec_kind;
+typedef enum { PREC_FP32, PREC_FP16, PREC_BF16, PREC_INT8 } prec_kind;
 
-/* "fp32", "fp16", "bf16" -> *out; 0, or -1 for any other text. */
+/* "fp32", "fp16", "bf16", "int8" -> *out; 0, or -1 for any other text. */
 int prec_parse(const char *text, prec_kind *out);
 const char *prec_name(prec_kind p);
 
-/* Whether node n of the top graph is a layer the profile assigns a precision to:
- * it computes (not a view, a cast or a pure data movement, whose result on rounded
- * inputs is already rounded) and writes a float32 tensor. */
-int prec_is_layer(const mg_node *n);
+/* Whether node n of the top graph is a layer the profile assigns precision p to,
+ * writing a float32 tensor. fp16/bf16: any node that computes (not a view, a cast
+ * or a pure data movement, whose result on rounded inputs is already rounded).
+ * int8: a Conv, Gemm or MatMul, the ops int8 kernels take. */
+int prec_is_layer(const mg_node *n, prec_kind p);
 
+struct prec_set;
 /* A prepared copy of m (which must be prepared) in which every top-graph node i
- * with at_low[i] set runs at p. NULL with a diagnostic when the copy or its
- * preparation fails. Free with mg_model_free. */
-mg_model *prec_emulate(const mg_model *m, const unsigned char *at_low, prec_kind p, mg_diags *d);
+ * with at_low[i] set runs at p; int8 takes its activation ranges from s (see
+ * prec_calibrate), fp16/bf16 ignore s. NULL with a diagnostic when the copy or its
+ * preparation fails. Free with mg_model_free.
+ *
+ * int8 is static post-training quantisation as QDQ: a layer's activation input and
+ * its output pass through QuantizeLinear/DequantizeLinear per tensor, uint8 with a
+ * zero point over [min(0, lo), max(0, hi)] of the calibrated range; its constant
+ * weight per output channel, int8 symmetric (max |w| / 127); a weight computed at
+ * run time (attention's products) per tensor like an activation. The bias stays
+ * float, as an int32 bias at scale s_x * s_w is within float32 rounding of it. */
+mg_model *prec_emulate(const mg_model *m, const unsigned char *at_low, prec_kind p, const struct prec_set *s,
+                       mg_diags *d);
 
 /* The inputs the measures run: n_samples sets of n_inputs arrays (sample-major:
  * inputs[s * n_inputs + k] feeds graph input k), and the float32 interpreter's
  * outputs for each (ref[s * n_outputs + j]), filled by prec_set_reference. */
-typedef struct {
+typedef struct prec_set {
   mg_array *inputs;
   int n_samples, n_inputs;
   mg_array *ref;
   int n_outputs;
+  /* int8: the range of every float32 value of the top graph over the calibration
+   * samples, by value id of the model calibrated (lo > hi: never seen) */
+  float *lo, *hi;
+  int n_values;
 } prec_set;
 
 /* n_samples seeded inputs for every graph input of m (static shapes, float or int
@@ -52,6 +67,10 @@ int prec_set_random(const mg_model *m, int n_samples, double scale, uint64_t see
 /* Runs m (prepared, unmodified) on every sample and keeps the outputs as ref. */
 int prec_set_reference(mg_model *m, prec_set *s, mg_diags *d);
 void prec_set_free(prec_set *s);
+/* Runs m (prepared, unmodified) on the samples of calib and records into s->lo/hi
+ * the range of every float32 value (graph inputs included): min-max calibration.
+ * calib may be s itself; the ranges are then measured on the inputs they judge. */
+int prec_calibrate(mg_model *m, const prec_set *calib, prec_set *s, mg_diags *d);
 
 typedef struct {
   double max_rel;  /* largest max|got - ref| / max|ref| over samples and outputs */

@@ -84,6 +84,8 @@ sweep "verify --reference (interpreter, layers) with --json and --junit" "$o" - 
 sweep "ckpt dump --json" "$o" + "$MIGC" ckpt dump --json "$work/w.ckpt"
 sweep "precision --budget --json (profile, emulated clones)" "$o" + "$MIGC" precision "$S/tiny_cnn.onnx" \
   --precision fp16 --samples 1 --budget 1e-3 --json "$o/p.json"
+sweep "precision int8 (calibration, QDQ clones)" "$o" + "$MIGC" precision "$S/tiny_cnn.onnx" --precision int8 \
+  --samples 1 --calib-samples 2 --keep-top 1
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ] && rm -rf "$work"

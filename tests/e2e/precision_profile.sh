@@ -8,10 +8,13 @@
 #  - the profile is worst first and names the LayerNorm first at fp16;
 #  - every layer at fp16 misses a 1e-3 budget, and --budget 1e-3 keeps exactly the
 #    LayerNorm float32 and meets it (with torch's all-but-the-LayerNorm error);
+#  - int8 (QDQ per the emulation, calibrated on the same inputs): each Gemm's error and
+#    both's agree with torch's QDQ within 2%;
 #  - --keep-top 1 measures torch's all-but-the-LayerNorm error;
 #  - a budget no fp16 layer meets keeps them all float32; bad options exit 2.
 # On samples/tiny_cnn with seeded inputs: bf16 costs more than fp16 (8 bits of
-# mantissa against 11), and --json holds every layer.
+# mantissa against 11), and --json holds every layer. MIGC_PRECISION_ZOO=1 (make test-zoo)
+# adds mobilenet_v2 at int8: the top three of the profile kept float32 lower the error.
 # usage: tests/e2e/precision_profile.sh BUILD_DIR
 set -u
 BUILD=${1:-build}
@@ -95,6 +98,42 @@ EOF
 )
 case "$verdict" in ok*) ok "--keep-top 1: the worst layer float32 gives torch's all-but-the-LayerNorm error (${verdict#ok })";;
   *) bad "--keep-top 1: $verdict";; esac
+
+# int8: QDQ emulation calibrated on the inputs, against torch's own QDQ
+$PY tests/fixtures/precision_models.py expect $fx int8 > "$work/expect_int8.json" || bad "int8: torch's figures"
+"$MIGC" precision $fx/ln_range.onnx --precision int8 --inputs $fx/inputs --calibrate $fx/inputs --json "$work/i8.json" \
+  > /dev/null 2> "$work/i8.err" || bad "int8: $(head -2 "$work/i8.err")"
+verdict=$($PY - "$work/i8.json" "$work/expect_int8.json" << 'EOF'
+import json, sys
+got, exp = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+names = {"/fc1/Gemm": "fc1", "/fc2/Gemm": "fc2"}
+close = lambda a, b: abs(a - b) <= 0.02 * b
+if sorted(l["node"] for l in got["layers"]) != sorted(names): print("int8 layers: %s" % [l["node"] for l in got["layers"]])
+elif not all(close(l["max_rel"], exp["single"][names[l["node"]]]) for l in got["layers"]): print("%s against %s" % (got["layers"], exp["single"]))
+elif not close(got["all_low"]["max_rel"], exp["all"]): print("all: %g, torch %g" % (got["all_low"]["max_rel"], exp["all"]))
+else: print("ok " + ", ".join("%s %.3g" % (names[l["node"]], l["max_rel"]) for l in got["layers"]))
+EOF
+)
+case "$verdict" in ok*) ok "int8: the Gemms' QDQ errors match torch's (${verdict#ok })";; *) bad "int8: $verdict";; esac
+
+# make test-zoo: issue 17's acceptance 4 under the emulation. mobilenet_v2 at int8: keeping
+# the profile's top three float32 lowers the error, as the profile predicts.
+if [ "${MIGC_PRECISION_ZOO:-0}" = 1 ]; then
+  tv=build/fixtures/tv
+  $PY tests/fixtures/export_torchvision.py -o $tv --models mobilenet_v2 --opsets 17 --modes default > /dev/null \
+    || bad "mobilenet_v2 export"
+  "$MIGC" precision $tv/mobilenet_v2_op17_default.onnx --precision int8 --samples 4 --calib-samples 16 --keep-top 3 \
+    --json "$work/mv2.json" > "$work/mv2.txt" 2> "$work/mv2.err" || bad "mobilenet_v2 int8: $(tail -2 "$work/mv2.err")"
+  cat "$work/mv2.txt"
+  verdict=$($PY - "$work/mv2.json" << 'EOF'
+import json, sys
+g = json.load(open(sys.argv[1]))
+a, k = g["all_low"]["max_rel"], g["keep_top"]["error"]["max_rel"]
+print(("ok " if k < a else "") + "all int8 %.4g, top 3 (%s) float32 %.4g" % (a, ", ".join(l["node"] for l in g["layers"][:3]), k))
+EOF
+)
+  case "$verdict" in ok*) ok "mobilenet_v2 int8: ${verdict#ok }";; *) bad "mobilenet_v2 int8: $verdict";; esac
+fi
 
 # tiny_cnn, seeded inputs
 for p in fp16 bf16; do
