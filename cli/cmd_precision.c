@@ -25,6 +25,7 @@ static void help(FILE *f) {
           "usage: migc precision MODEL.onnx --precision fp16|bf16|int8 [--samples N] [--scale S]\n"
           "                      [--seed S] [--inputs DIR] [--budget TOL] [--top K]\n"
           "                      [--keep-top K] [--calibrate DIR | --calib-samples N]\n"
+          "                      [--weights-only]\n"
           "                      [--input-shape N=DIMS]... [--json FILE] [--force]\n"
           "\n"
           "Runs the model with the reference interpreter at float32 and again with its\n"
@@ -44,6 +45,8 @@ static void help(FILE *f) {
           "min-max range seen on calibration inputs (--calibrate DIR: its .npy files;\n"
           "else --calib-samples N seeded inputs, default 16, drawn apart from the\n"
           "measured ones).\n"
+          "--weights-only puts only the weights at the precision, activations float32:\n"
+          "what the cpu target's --precision fp16|bf16 does.\n"
           "Error: max |out - ref| / max |ref| per output, the largest over samples and\n"
           "outputs; the cosine is the smallest.\n"
           "\n"
@@ -61,7 +64,7 @@ static void help(FILE *f) {
 typedef struct {
   const char *model, *inputs_dir, *calib_dir, *json, *budget_text;
   prec_kind p;
-  int have_p, samples, calib_samples, top, keep_top, force;
+  int have_p, samples, calib_samples, top, keep_top, force, weights_only;
   double scale, budget;
   uint64_t seed;
   mg_shape_override ov[32]; /* --input-shape, then the symbolic inputs at 1 */
@@ -121,6 +124,8 @@ static int parse_args(int argc, char **argv, precision_job *j) {
       j->inputs_dir = argv[++i];
     } else if (!strcmp(a, "--json") && more) {
       j->json = argv[++i];
+    } else if (!strcmp(a, "--weights-only")) {
+      j->weights_only = 1;
     } else if (!strcmp(a, "--force")) {
       j->force = 1;
     } else if (a[0] == '-') {
@@ -260,7 +265,8 @@ int cmd_precision(int argc, char **argv) {
     rc = EXIT_BAD_INPUT;
     goto done;
   }
-  if (j.p == PREC_INT8) {
+  s.weights_only = j.weights_only;
+  if (j.p == PREC_INT8 && !j.weights_only) {
     prec_set calib = {0};
     /* the calibration inputs are not the measured ones: their seed is apart */
     const int bad = j.calib_dir ? read_inputs_dir(m, j.calib_dir, &calib, &d)
@@ -320,8 +326,8 @@ int cmd_precision(int argc, char **argv) {
     print_error("mixed assignment", &mixed);
   }
   if (j.json) {
-    doc = json_pack("{s:s,s:s,s:i,s:o}", "model", j.model, "precision", prec_name(j.p), "samples", s.n_samples,
-                    "all_low", error_json(&all_low));
+    doc = json_pack("{s:s,s:s,s:i,s:b,s:o}", "model", j.model, "precision", prec_name(j.p), "samples", s.n_samples,
+                    "weights_only", j.weights_only, "all_low", error_json(&all_low));
     json_t *arr = json_array();
     for (int k = 0; doc && arr && k < n_layers; k++) {
       const mg_node *n = m->graph->nodes[layers[k].node];

@@ -44,6 +44,9 @@ static int has_subgraph(const mg_node *n) {
 
 static int is_f32_tensor(const mg_value *v) { return v && v->vtype == MG_VT_TENSOR && v->dtype == MG_F32; }
 
+/* A weight: a constant the layer reads (an initializer, or one folded from them). */
+static int is_weight(const mg_value *v) { return v->data && (v->kind == MG_V_CONST || v->kind == MG_V_INIT); }
+
 int prec_is_layer(const mg_node *n, prec_kind p) {
   if (moves_data(n->op) || has_subgraph(n)) return 0;
   if (p == PREC_INT8 && n->op != MG_OP_Conv && n->op != MG_OP_Gemm && n->op != MG_OP_MatMul) return 0;
@@ -140,7 +143,7 @@ static int quantize_input(mg_rw *w, const mg_model *orig, const prec_set *s, mg_
   const int bias = (n->op == MG_OP_Conv || n->op == MG_OP_Gemm) && k == 2;
   if (bias) return 0;
   mg_value *r = NULL;
-  if (x->data && (x->kind == MG_V_CONST || x->kind == MG_V_INIT) && x->shape.rank >= 1) {
+  if (is_weight(x) && x->shape.rank >= 1) {
     int axis = -1;
     if (k == 1 && n->op == MG_OP_Conv) axis = 0;
     else if (k == 1 && n->op == MG_OP_Gemm) axis = mg_attr_int(n, "transB", 0) ? 0 : 1;
@@ -170,8 +173,10 @@ static int quantize_input(mg_rw *w, const mg_model *orig, const prec_set *s, mg_
  * outputs on p's grid: rounded to fp16/bf16, or quantised to int8 (prec_emulate). */
 static int emulate_node(mg_rw *w, const mg_model *orig, const prec_set *s, mg_node *n, prec_kind p,
                         mg_diags *d) {
+  const int weights_only = s && s->weights_only;
   for (int k = 0; k < n->n_in; k++) {
     if (!is_f32_tensor(n->in[k]) || !rounds_input(n, k)) continue;
+    if (weights_only && !is_weight(n->in[k])) continue;
     if (p == PREC_INT8) {
       if (quantize_input(w, orig, s, n, k, d)) return -1;
     } else {
@@ -180,7 +185,7 @@ static int emulate_node(mg_rw *w, const mg_model *orig, const prec_set *s, mg_no
     }
   }
   mg_rw_keep(w, n);
-  for (int j = 0; j < n->n_out; j++) {
+  for (int j = 0; !weights_only && j < n->n_out; j++) {
     mg_value *y = n->out[j];
     if (!is_f32_tensor(y)) continue;
     float lo = 0, hi = 0, scale;

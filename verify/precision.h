@@ -57,6 +57,10 @@ typedef struct prec_set {
    * samples, by value id of the model calibrated (lo > hi: never seen) */
   float *lo, *hi;
   int n_values;
+  /* Only the weights (constant inputs) at P; activations and outputs stay float32:
+   * what the CPU target's --precision fp16|bf16 does (16-bit weights widened per
+   * layer), and MindSpore Lite's WEIGHT_QUANT at int8. */
+  int weights_only;
 } prec_set;
 
 /* n_samples seeded inputs for every graph input of m (static shapes, float or int

@@ -10,6 +10,7 @@
 #    LayerNorm float32 and meets it (with torch's all-but-the-LayerNorm error);
 #  - int8 (QDQ per the emulation, calibrated on the same inputs): each Gemm's error and
 #    both's agree with torch's QDQ within 2%;
+#  - --weights-only (the cpu target's 16-bit weights) gives torch's weights-only error;
 #  - --keep-top 1 measures torch's all-but-the-LayerNorm error;
 #  - a budget no fp16 layer meets keeps them all float32; bad options exit 2.
 # On samples/tiny_cnn with seeded inputs: bf16 costs more than fp16 (8 bits of
@@ -98,6 +99,18 @@ EOF
 )
 case "$verdict" in ok*) ok "--keep-top 1: the worst layer float32 gives torch's all-but-the-LayerNorm error (${verdict#ok })";;
   *) bad "--keep-top 1: $verdict";; esac
+
+# --weights-only: what the cpu target's 16-bit weights do; the LayerNorm's input is untouched
+"$MIGC" precision $fx/ln_range.onnx --precision fp16 --inputs $fx/inputs --weights-only --json "$work/w.json" > /dev/null 2>&1
+verdict=$($PY - "$work/w.json" "$work/expect_fp16.json" << 'EOF'
+import json, sys
+got, exp = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+e, t = got["all_low"]["max_rel"], exp["all_weights_only"]
+print(("ok " if got.get("weights_only") and abs(e - t) <= 0.02 * t else "") + "%g, torch %g" % (e, t))
+EOF
+)
+case "$verdict" in ok*) ok "fp16 --weights-only: every weight rounded, finite, torch's error (${verdict#ok })";;
+  *) bad "fp16 --weights-only: $verdict";; esac
 
 # int8: QDQ emulation calibrated on the inputs, against torch's own QDQ
 $PY tests/fixtures/precision_models.py expect $fx int8 > "$work/expect_int8.json" || bad "int8: torch's figures"
