@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && !defined(MG_RUNTIME_PORTABLE)
 #include <immintrin.h>
 #define Q8_VNNI 1
 #endif
