@@ -121,11 +121,17 @@ static void gather_row(const mg_conv2d_params *c, const uint8_t *qg, int k, int 
       memset(r, zp, (size_t)len);
     } else {
       const uint8_t *src = plane + (size_t)ih * (size_t)c->W;
-      const int off = kj * c->dil_w - c->pad_l;
-      for (int j = 0; j < len; j++) {
-        const int iw = (ow0 + j) * c->stride_w + off;
-        r[j] = iw >= 0 && iw < c->W ? src[iw] : zp;
-      }
+      const int sw = c->stride_w, first = ow0 * sw + kj * c->dil_w - c->pad_l; /* iw of j = 0 */
+      /* j in [lo, hi) reads inside the row; the rest is padding */
+      int lo = first >= 0 ? 0 : (-first + sw - 1) / sw, hi = first >= c->W ? 0 : (c->W - first + sw - 1) / sw;
+      if (lo > len) lo = len;
+      if (hi > len) hi = len;
+      if (hi < lo) hi = lo;
+      memset(r, zp, (size_t)lo);
+      if (sw == 1) memcpy(r + lo, src + (first + lo), (size_t)(hi - lo));
+      else
+        for (int j = lo; j < hi; j++) r[j] = src[first + j * sw];
+      memset(r + hi, zp, (size_t)(len - hi));
     }
     pp += len;
   }
