@@ -38,6 +38,7 @@ test-zoo: setup build
 	@tests/e2e/zoo.sh $(BUILD)
 	@tests/e2e/mindspore_zoo.sh $(BUILD)
 	@MIGC_AMP_SAMPLES=200 tests/e2e/mindspore_amp.sh $(BUILD)
+	@MIGC_INT8_ZOO=1 MIGC_INT8_CALIB=100 MIGC_INT8_EVAL=500 tests/e2e/int8.sh $(BUILD)
 	@tests/e2e/batch_zoo.sh $(BUILD)
 	@tests/e2e/batch_speed.sh $(BUILD)
 

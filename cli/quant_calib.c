@@ -355,7 +355,7 @@ int qc_write(const char *path, const char *model, const qc_params *q, const cg_q
     for (int k = 0; k < l->n_w_scale; k++) json_array_append_new(s, json_real(l->w_scale[k]));
     json_object_set_new(ws, l->node, json_pack("{s:s,s:i,s:b,s:o}", "op", l->op, "axis", 0, "symmetric", 1, "scales", s));
   }
-  json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:i,s:{s:s,s:s},s:o,s:{s:s,s:o}}", "migc_quant", 1, "model", model,
+  json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:i,s:{s:s,s:s},s:o,s:{s:s},s:o}", "migc_quant", 1, "model", model,
                         "model_hash", q->model_hash, "method", qc_method_name(q->method), "samples", q->samples,
                         "activation_encoding", "type", "u8",
                         "rule", "x = scale * (q - zero_point); zero_point 0 (q in 0..255) for a tensor never "

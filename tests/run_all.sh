@@ -69,6 +69,7 @@ side_lane() {
   suite "MindSpore harmful mutations fail the parity check (padding order, LayerNorm eps, BatchNorm momentum, dropped axis)" bash tests/e2e/mindspore_mutations.sh "$BUILD"
   suite "MindSpore package: config.json schema, ModelArts service 200/400, export.py, Lite/ATC command lines, hostile names" bash tests/e2e/mindspore_package.sh "$BUILD"
   suite "torch_reference.py: reference folders" bash tests/e2e/torch_reference.sh
+  suite "CPU int8: calibrate tiny_cnn on 10 inputs, int8 vs fp32 torch, quant.json (numpy minmax scale, --quant-params round trip), error paths" bash tests/e2e/int8.sh "$BUILD"
   [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (30 s)" bash tests/fuzz/run.sh 30
 }
 
