@@ -463,9 +463,13 @@ static int check_precision(convert_job *j) {
                                                       [MAP_TARGET_MINDSPORE] = "mindspore"};
   if (!strcmp(j->precision, "int8")) {
     for (int t = 0; t < MAP_TARGET_COUNT; t++)
-      if (j->want[t] && t != MAP_TARGET_CPU) {
+      if (j->want[t] && t == MAP_TARGET_MINDSPORE && !j->calibrate) {
+        mg_error(&j->d, UNSUPPORTED, NULL, NULL, "--precision int8 for the mindspore target needs --calibrate "
+                 "(converter_lite's calibrate_path reads the samples)");
+        j->rc = EXIT_BAD_INPUT;
+      } else if (j->want[t] && t == MAP_TARGET_ASCEND) {
         mg_error(&j->d, UNSUPPORTED, NULL, NULL, "--precision int8 is not yet supported for the %s target "
-                 "(no quantised code; int8 is the cpu target's)", names[t]);
+                 "(no quantised code; int8 is the cpu and mindspore targets')", names[t]);
         j->rc = EXIT_BAD_INPUT;
       }
     if (j->rc) return -1;
@@ -745,7 +749,21 @@ static int write_ms_package(convert_job *j) {
   snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", j->outdir);
   ms_package_opts po = {j->ms_runtime, j->model_algorithm, j->ckpt_written ? ckpt : NULL,
                         j->ckpt_float ? j->precision : NULL};
+  if (j->o.quant) {
+    po.quant_method = qc_lite_method(j->qp.method), po.calib_dir = "calibration", po.calib_size = j->qp.samples;
+    if (j->qp.samples < 100 || j->qp.samples > 500)
+      mg_warn(&j->d, UNSUPPORTED, NULL, NULL, "mindspore: converter_lite's full quantisation wants 100 to 500 "
+              "calibration samples (facts.md), --calibrate has %d", j->qp.samples);
+  }
   int rc = ms_write_package(j->ms_model, j->outdir, &po, &j->d);
+  if (!rc && j->o.quant) {
+    char dir[PATH_MAX];
+    int n = 0;
+    snprintf(dir, sizeof dir, "%s/mindspore/calibration", j->outdir);
+    if (qc_write_lite_samples(j->ms_model, j->calibrate, dir, &n, &j->d)) rc = -1;
+    else fprintf(stderr, "convert: mindspore: int8: converter_lite.cfg [common_quant_param] FULL_QUANT, %s, %d "
+                         "calibration samples (NHWC float32) in %s\n", po.quant_method, n, dir);
+  }
   if (rc < 0 || (rc > 0 && j->strict && j->want[MAP_TARGET_MINDSPORE])) j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   else if (rc > 0) fprintf(stderr, "convert: mindspore: no ModelArts package or deployment files (the diagnostics say why)\n");
   else fprintf(stderr, "convert: mindspore: export.py, converter_lite and atc command lines; ModelArts package "

@@ -6,8 +6,10 @@
 #include "export.h"
 #include "interp.h"
 #include "npy.h"
+#include "outfile.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -431,4 +433,46 @@ json_t *qc_layers_json(const cg_quant *q) {
   }
   return json_pack("{s:o,s:o,s:s}", "int8_layers", i8, "float32_layers", f32, "other_ops",
                    "every other node computes float32 on the dequantised outputs");
+}
+
+const char *qc_lite_method(qc_method m) {
+  return m == QC_MINMAX ? "MAX_MIN" : m == QC_KL ? "KL" : "REMOVAL_OUTLIER";
+}
+
+int qc_write_lite_samples(mg_model *m, const char *path, const char *dir, int *count, mg_diags *d) {
+  mg_array *s = NULL;
+  int n = 0, rc = 0;
+  if (m->graph->n_inputs != 1) return mg_error(d, UNSUPPORTED, NULL, NULL, "int8 calibration needs one input"), -1;
+  if (read_samples(m->graph->inputs[0], path, &s, &n, d)) return -1;
+  if (mkdir(dir, 0777) && errno != EEXIST) rc = (mg_error(d, IO, dir, NULL, "cannot create the folder"), -1);
+  for (int i = 0; !rc && i < n; i++) {
+    char file[4096];
+    mg_out_file o;
+    snprintf(file, sizeof file, "%s/sample_%05d.bin", dir, i);
+    if (mg_out_fopen(&o, file, d)) {
+      rc = -1;
+      break;
+    }
+    const float *x = s[i].data;
+    size_t ok = 1;
+    if (s[i].rank == 4) { /* NCHW to NHWC */
+      const int64_t N = s[i].dims[0], C = s[i].dims[1], H = s[i].dims[2], W = s[i].dims[3];
+      for (int64_t a = 0; a < N && ok; a++)
+        for (int64_t h = 0; h < H && ok; h++)
+          for (int64_t w = 0; w < W && ok; w++)
+            for (int64_t c = 0; c < C && ok; c++) ok = fwrite(&x[((a * C + c) * H + h) * W + w], 4, 1, o.f) == 1;
+    } else {
+      ok = fwrite(x, 1, s[i].nbytes, o.f) == s[i].nbytes;
+    }
+    if (!ok) {
+      mg_error(d, IO, file, NULL, "cannot write");
+      mg_out_abort(&o);
+      rc = -1;
+    } else if (mg_out_commit(&o, d)) {
+      rc = -1;
+    }
+  }
+  *count = n;
+  mg_arrays_free(s, n);
+  return rc;
 }

@@ -52,6 +52,16 @@ int qc_write(const char *path, const char *model, const qc_params *q, const cg_q
 
 void qc_free(qc_params *q);
 
+/* MindSpore Lite's [full_quant_param] activation_quant_method for a method
+ * (facts.md: MAX_MIN, KL, REMOVAL_OUTLIER; percentile clipping is the outlier
+ * removal). */
+const char *qc_lite_method(qc_method m);
+
+/* The calibration samples of path as converter_lite's input_type=BIN files
+ * (raw float32, a 4-D input in NHWC, as facts.md's [data_preprocess_param]
+ * asks), dir/sample_NNNNN.bin, by the output rule; *count is how many. 0 or -1. */
+int qc_write_lite_samples(mg_model *m, const char *path, const char *dir, int *count, mg_diags *d);
+
 /* convert.json's "int8" section: the layers that run int8 and those that stay
  * float32, with the reason. */
 struct json_t;

@@ -5,8 +5,9 @@
 # the minmax scale of the model input is max|x| / 127 over the calibration files (numpy), the
 # percentile and kl thresholds lie within [0, max|x|], and --quant-params of that file gives
 # the same cpu/ byte for byte. Errors (exit 2, nothing half-written): a missing, empty or
-# wrongly shaped calibration set, a quant.json of another model, int8 for the ascend and
-# mindspore targets, int8 without calibration, a bad --calib-method.
+# wrongly shaped calibration set, a quant.json of another model, int8 for the ascend target,
+# int8 for the mindspore target without --calibrate, int8 without calibration, a bad --calib-method.
+# The mindspore target's converter_lite.cfg quantisation sections and NHWC .bin samples.
 # MIGC_INT8_ZOO=1 (make test-zoo) adds resnet18, resnet50 and mobilenet_v2 (torchvision,
 # perturbed random weights), MIGC_INT8_CALIB=100 / MIGC_INT8_EVAL=500 there.
 # usage: tests/e2e/int8.sh BUILD_DIR
@@ -117,7 +118,25 @@ rc=$?
 [ $rc = 2 ] && grep -q "made for another model" "$work/mismatch.log" && ok "quant.json of another model: exit 2" \
   || bad "mismatched --quant-params: rc $rc"
 expect2 "int8 for the ascend target" "not yet supported for the ascend target" --target ascend --precision int8 --calibrate "$d/cal"
-expect2 "int8 for the mindspore target" "not yet supported for the mindspore target" --target mindspore --precision int8 --calibrate "$d/cal"
+expect2 "int8 for the mindspore target without samples" "needs --calibrate" --target mindspore --precision int8 --quant-params "$d/q/quant.json"
+# the mindspore target: converter_lite.cfg's quantisation sections (facts.md lines 346-356) and the samples
+if "$MIGC" convert samples/tiny_cnn.onnx --weights samples/tiny_cnn.pth --target mindspore --precision int8 \
+     --calibrate "$d/cal" --calib-method minmax -o "$d/ms" > "$d/ms.log" 2>&1 &&
+   $PY - "$d/ms/mindspore" "$d/cal" <<'PYEOF'; then
+import sys, numpy as np
+ms, cal = sys.argv[1:]
+cfg = open(ms + "/converter_lite.cfg").read()
+for line in ["[common_quant_param]", "quant_type=FULL_QUANT", "bit_num=8", "[data_preprocess_param]",
+             "calibrate_path=input:calibration", "calibrate_size=10", "input_type=BIN", "[full_quant_param]",
+             "activation_quant_method=MAX_MIN"]:
+    assert line in cfg.splitlines(), (line, cfg)
+a = np.fromfile(ms + "/calibration/sample_00004.bin", dtype=np.float32).reshape(1, 32, 32, 3)
+assert np.array_equal(a, np.load(cal + "/s0004.npy").transpose(0, 2, 3, 1))
+PYEOF
+  ok "mindspore int8: converter_lite.cfg FULL_QUANT / MAX_MIN / BIN, samples NHWC float32"
+else
+  bad "mindspore int8: $(grep -m1 error "$d/ms.log")"
+fi
 expect2 "int8 without calibration" "needs --calibrate" --precision int8
 expect2 "bad --calib-method" "calib-method must be" --precision int8 --calibrate "$d/cal" --calib-method mse
 expect2 "--calibrate without int8" "go with --precision int8" --calibrate "$d/cal"
