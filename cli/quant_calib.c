@@ -128,11 +128,18 @@ static double percentile_threshold(const qc_stat *s, double pct) {
  * [QC_QBINS, QC_BINS), the reference distribution P is the histogram's first i
  * bins with the outliers added to the last; Q is those i bins merged into
  * QC_QBINS levels and expanded back over their non-empty bins. The threshold is
- * (i + 0.5) bin widths for the i with the least KL(P || Q). */
-static double kl_threshold(const qc_stat *s) {
-  double best = INFINITY, t = s->amax;
-  double *p = mg_malloc(2 * QC_BINS * sizeof *p), *q = p ? p + QC_BINS : NULL;
-  if (!p) return s->amax;
+ * (i + 0.5) bin widths for the i with the least KL(P || Q). As NVIDIA's
+ * pytorch-quantization does, bin 0 counts as bin 1 does: a ReLU's exact zeros
+ * (half its outputs) would otherwise dominate both distributions and pull the
+ * threshold far down. */
+static double kl_threshold(const qc_stat *src) {
+  double best = INFINITY, t = src->amax;
+  double *p = mg_malloc(3 * QC_BINS * sizeof *p), *q = p ? p + QC_BINS : NULL;
+  if (!p) return src->amax;
+  qc_stat h = *src, *s = &h;
+  h.hist = q + QC_BINS;
+  memcpy(h.hist, src->hist, QC_BINS * sizeof *h.hist);
+  h.hist[0] = h.hist[1];
   double outliers = 0;
   for (int b = QC_QBINS; b < QC_BINS; b++) outliers += s->hist[b];
   for (int i = QC_QBINS; i <= QC_BINS; i++) {
