@@ -268,8 +268,12 @@ static int read_samples(const mg_value *in, const char *path, mg_array **s, int 
     if (names) qsort(names, (size_t)nn, sizeof *names, by_name);
     for (int i = 0; !rc && i < nn; i++) {
       mg_array a;
-      rc = npy_read_file(names[i], &a, d) ? -1 : add_samples(in, &a, names[i], s, n, &cap, d);
-      if (!rc) mg_array_free(&a);
+      if (npy_read_file(names[i], &a, d)) {
+        rc = -1;
+        break;
+      }
+      rc = add_samples(in, &a, names[i], s, n, &cap, d);
+      mg_array_free(&a);
     }
     for (int i = 0; i < nn; i++) mg_free(names[i]);
     mg_free(names);
