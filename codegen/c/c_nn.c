@@ -114,6 +114,7 @@ static int emit_q8_conv(cg_ctx *c, const mg_node *n, mg_conv2d_params *kp, const
                               act->act, nn_flit(fa, act->a), nn_flit(fb, act->b), nn_flit(fs, qs), qz);
   nn_need(c, "int8.c");
   nn_need(c, "conv.c"); /* mg_bias_act, for the activations the epilogue does not apply */
+  if (cg_threads(c) > 1) nn_need(c, "pool.c"); /* model_init starts the pool the other layers use */
   cg_line(c, "mg_q8_conv2d(&%s, %s, (const void *)%s, %s, %s, %s);", prm, cg_in(c, x), wp, b ? cg_in(c, b) : "NULL",
           cg_out(c, n->out[0]), cg_scratch(c, "mg_q8_conv2d_scratch(&%s)", prm));
   return 0;

@@ -92,6 +92,16 @@ else
   bad "--quant-params round trip"
 fi
 
+# --threads 2: the int8 layers run on one thread, the project still builds with its pool
+if "$MIGC" convert samples/tiny_cnn.onnx --weights samples/tiny_cnn.pth --cpu-only --dynamic input --threads 2 \
+     --precision int8 --quant-params "$d/q/quant.json" -o "$d/thr" > "$d/thr.log" 2>&1 && make -s -C "$d/thr/cpu" > /dev/null 2>&1 &&
+   "$d/thr/cpu/runner" --threads 2 --input input="$d/eval.npy" --output-dir "$d/thr/out" > /dev/null 2>&1 &&
+   cmp -s "$d/thr/out/logits.npy" "$d/out/logits.npy"; then
+  ok "--threads 2: builds, same int8 outputs"
+else
+  bad "--threads 2 with int8"
+fi
+
 # the int8 weights file holds int8 weights: smaller than the fp32 one
 "$MIGC" convert samples/tiny_cnn.onnx --weights samples/tiny_cnn.pth --cpu-only -o "$d/f32" > /dev/null 2>&1
 s8=$(stat -c %s "$d/q/cpu/model.weights") s32=$(stat -c %s "$d/f32/cpu/model.weights")
