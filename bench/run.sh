@@ -15,3 +15,6 @@ cc -O3 -march=native -std=c99 -Wall -Wextra -Werror -pedantic -D_POSIX_C_SOURCE=
   bench/sgemm_peak.c runtime/sgemm.c runtime/conv.c runtime/common.c -lm -o "$BUILD/sgemm_peak"
 uptime
 taskset -c "${BENCH_CORES:-1}" "$BUILD/sgemm_peak" resnet50
+echo
+# Issue 17 acceptance 2: int8 resnet50 against fp32 on one thread, side by side.
+bash bench/int8_speed.sh "$BUILD"

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "quant_calib.h"
 
 #ifndef MIGC_RULES_DIR
 #define MIGC_RULES_DIR "rules"
@@ -82,6 +83,11 @@ static void help(FILE *f) {
           "                         parameters in P, BatchNorm and LayerNorm ones float32, and\n"
           "                         mindspore/run.py runs at AMP O2 by default; int8 and the\n"
           "                         cpu and ascend targets' 16-bit code are not supported yet\n"
+          "                         int8: the cpu target only, static post-training\n"
+          "                         quantisation (docs/precision.md), with one of:\n"
+          "  --calibrate PATH       calibration inputs: a folder of .npy files or one .npz\n"
+          "  --calib-method M       minmax, percentile (99.99, default) or kl (TensorRT's entropy)\n"
+          "  --quant-params FILE    the scales of an earlier conversion's quant.json\n"
           "  --modelarts-runtime S  config.json's runtime (default " MS_PACKAGE_DEFAULT_RUNTIME ",\n"
           "                         a MindSpore + CANN runtime ModelArts documents; which exist\n"
           "                         depends on the region)\n"
@@ -173,7 +179,7 @@ static void strict_names_coverage(const char *json_path, const char *t) {
  * diagnostic on d. */
 static int write_convert_json(const char *outdir, const char *model, const char *weights, const char *key,
                               const char *targets, const char *precision, const cg_options *o, int cpu_only,
-                              const mg_shape_override *ov, int n_ov, mg_diags *d) {
+                              const mg_shape_override *ov, int n_ov, const cg_quant *quant, mg_diags *d) {
   char abs_model[PATH_MAX], abs_weights[PATH_MAX], path[PATH_MAX];
   if (!realpath(model, abs_model)) return -1;
   if (weights && !realpath(weights, abs_weights)) return -1;
@@ -186,6 +192,7 @@ static int write_convert_json(const char *outdir, const char *model, const char 
                         abs_model, "weights", weights ? json_string(abs_weights) : json_null(), "key", key, "targets",
                         targets, "options", "precision", precision, "prefix", o->prefix, "embed_weights", o->embed_weights, "no_fuse", o->no_fuse,
                         "no_fold_bn", o->no_fold_bn, "cpu_only", cpu_only, "input_shapes", shapes);
+  if (quant) json_object_set_new(j, "int8", qc_layers_json(quant));
   snprintf(path, sizeof path, "%s/convert.json", outdir);
   int rc = wt_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, d);
   json_decref(j);
@@ -275,6 +282,9 @@ typedef struct {
   int force;               /* --force: replace what an earlier conversion wrote */
   double max_output_bytes; /* --max-output-bytes; 0: wt_default_output_limit */
   const char *precision;   /* --precision: fp32, fp16, bf16 or int8 */
+  const char *calibrate, *calib_method, *quant_params; /* int8: --calibrate, --calib-method, --quant-params */
+  qc_params qp;            /* int8: the activations' scales */
+  cg_quant quant;          /* int8: what the C generator did with each layer */
   mg_dtype ckpt_float;     /* the checkpoint's float parameters: MG_F16, MG_BF16, or MG_UNDEFINED (as given) */
   mg_shape_override ov[32];
   const char *dynamic[32]; /* --dynamic INPUT: its leading dim becomes the symbolic batch */
@@ -345,6 +355,9 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     }
     else if (!strcmp(a, "--cpu-only")) j->cpu_only = 1;
     else if (!strcmp(a, "--precision") && more) j->precision = argv[++i];
+    else if (!strcmp(a, "--calibrate") && more) j->calibrate = argv[++i];
+    else if (!strcmp(a, "--calib-method") && more) j->calib_method = argv[++i];
+    else if (!strcmp(a, "--quant-params") && more) j->quant_params = argv[++i];
     else if (!strcmp(a, "--modelarts-runtime") && more) j->ms_runtime = argv[++i];
     else if (!strcmp(a, "--ascend-no-op") && more) {
       if (j->n_no_ops == 16) {
@@ -403,6 +416,18 @@ static int parse_args(int argc, char **argv, convert_job *j) {
     fprintf(stderr, "migc convert: --precision must be fp32, fp16, bf16 or int8, got '%s'\n", j->precision);
     return EXIT_BAD_INPUT;
   }
+  if (qc_method_of(j->calib_method) < 0) {
+    fprintf(stderr, "migc convert: --calib-method must be minmax, percentile or kl, got '%s'\n", j->calib_method);
+    return EXIT_BAD_INPUT;
+  }
+  if (strcmp(j->precision, "int8") && (j->calibrate || j->quant_params)) {
+    fprintf(stderr, "migc convert: --calibrate and --quant-params go with --precision int8\n");
+    return EXIT_BAD_INPUT;
+  }
+  if (!strcmp(j->precision, "int8") && !j->calibrate == !j->quant_params) {
+    fprintf(stderr, "migc convert: --precision int8 needs --calibrate DIR or --quant-params FILE (one of them)\n");
+    return EXIT_BAD_INPUT;
+  }
   j->ckpt_float = !strcmp(j->precision, "fp16") ? MG_F16 : !strcmp(j->precision, "bf16") ? MG_BF16 : MG_UNDEFINED;
   if (!valid_prefix(j->o.prefix)) {
     fprintf(stderr, "migc convert: --prefix must be a C identifier, got '%s'\n", j->o.prefix);
@@ -428,8 +453,8 @@ static int parse_args(int argc, char **argv, convert_job *j) {
  * (its diagnostics are on j->d) and returns -1. */
 
 /* What --precision asks of each target, before anything is converted. int8 is
- * an unsupported error for every target asked for (no calibration or quantised
- * code yet): the conversion stops, exit 2. fp16 and bf16 are what the
+ * the CPU target's (quantise_model); for the Ascend and MindSpore targets it is an
+ * unsupported error (no quantised code for them yet): the conversion stops, exit 2. fp16 and bf16 are what the
  * MindSpore target takes (the checkpoint and run.py's AMP level); the CPU code,
  * always written, and the Ascend program stay float32: an unsupported error
  * (exit 2) for a target --target asks for, a warning for cpu/ otherwise. */
@@ -438,11 +463,18 @@ static int check_precision(convert_job *j) {
                                                       [MAP_TARGET_MINDSPORE] = "mindspore"};
   if (!strcmp(j->precision, "int8")) {
     for (int t = 0; t < MAP_TARGET_COUNT; t++)
-      if (j->want[t])
+      if (j->want[t] && t == MAP_TARGET_MINDSPORE && !j->calibrate) {
+        mg_error(&j->d, UNSUPPORTED, NULL, NULL, "--precision int8 for the mindspore target needs --calibrate "
+                 "(converter_lite's calibrate_path reads the samples)");
+        j->rc = EXIT_BAD_INPUT;
+      } else if (j->want[t] && t == MAP_TARGET_ASCEND) {
         mg_error(&j->d, UNSUPPORTED, NULL, NULL, "--precision int8 is not yet supported for the %s target "
-                 "(no calibration or quantised code)", names[t]);
-    j->rc = EXIT_BAD_INPUT;
-    return -1;
+                 "(no quantised code; int8 is the cpu and mindspore targets')", names[t]);
+        j->rc = EXIT_BAD_INPUT;
+      }
+    if (j->rc) return -1;
+    j->o.quant = &j->quant;
+    return 0;
   }
   if (!j->ckpt_float) return 0;
   for (int t = 0; t < MAP_TARGET_COUNT; t++) {
@@ -573,6 +605,49 @@ static int prepare_model(convert_job *j) {
   return 0;
 }
 
+/* --precision int8: the activations' scales, from --calibrate (the interpreter
+ * over the prepared float32 model, before C lowers it) or --quant-params (which
+ * must be this model's). */
+static int quantise_model(convert_job *j) {
+  if (!j->o.quant) return 0;
+  int rc = qc_model_hash(j->model, j->weights, j->qp.model_hash);
+  if (rc) mg_error(&j->d, IO, j->model, NULL, "cannot read the model or weights to hash them");
+  else if (j->quant_params) {
+    char hash[65];
+    memcpy(hash, j->qp.model_hash, sizeof hash);
+    rc = qc_read(j->quant_params, hash, &j->qp, &j->d);
+  } else {
+    double t = seconds();
+    rc = qc_calibrate(j->m, j->calibrate, (qc_method)qc_method_of(j->calib_method), 99.99, &j->qp, &j->d);
+    if (!rc)
+      fprintf(stderr, "convert: int8: calibrated %d activations on %d samples (%s) in %.1f s\n", j->qp.n_acts,
+              j->qp.samples, j->calib_method, seconds() - t);
+  }
+  if (rc) {
+    j->rc = EXIT_BAD_INPUT;
+    return -1;
+  }
+  j->quant.acts = j->qp.acts, j->quant.n_acts = j->qp.n_acts;
+  return 0;
+}
+
+/* --precision int8, after the C project: OUTDIR/quant.json, and the layers that
+ * run int8 and float32 said on stderr (convert.json lists them). */
+static int write_quant(convert_job *j) {
+  if (!j->o.quant) return 0;
+  char path[PATH_MAX];
+  int n8 = 0;
+  snprintf(path, sizeof path, "%s/quant.json", j->outdir);
+  for (int i = 0; i < j->quant.n_layers; i++) n8 += j->quant.layers[i].int8;
+  fprintf(stderr, "convert: int8: %d of %d Conv/Gemm/MatMul layers int8, %d float32 (convert.json 'int8' lists "
+          "them)%s\n", n8, j->quant.n_layers, j->quant.n_layers - n8, n8 ? "" : "; nothing runs int8");
+  if (j->quant.n_layers > n8)
+    mg_warn(&j->d, UNSUPPORTED, NULL, NULL, "--precision int8: %d layers stay float32 (convert.json 'int8' "
+            "says why)", j->quant.n_layers - n8);
+  if (qc_write(path, j->model, &j->qp, &j->quant, &j->d)) j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
+  return 0;
+}
+
 /* OUTDIR/cpu/, and --strict's verdict on it and on the binding. */
 static int emit_cpu(convert_job *j) {
   char cpu_dir[PATH_MAX];
@@ -674,7 +749,21 @@ static int write_ms_package(convert_job *j) {
   snprintf(ckpt, sizeof ckpt, "%s/model.ckpt", j->outdir);
   ms_package_opts po = {j->ms_runtime, j->model_algorithm, j->ckpt_written ? ckpt : NULL,
                         j->ckpt_float ? j->precision : NULL};
+  if (j->o.quant) {
+    po.quant_method = qc_lite_method(j->qp.method), po.calib_dir = "calibration", po.calib_size = j->qp.samples;
+    if (j->qp.samples < 100 || j->qp.samples > 500)
+      mg_warn(&j->d, UNSUPPORTED, NULL, NULL, "mindspore: converter_lite's full quantisation wants 100 to 500 "
+              "calibration samples (facts.md), --calibrate has %d", j->qp.samples);
+  }
   int rc = ms_write_package(j->ms_model, j->outdir, &po, &j->d);
+  if (!rc && j->o.quant) {
+    char dir[PATH_MAX];
+    int n = 0;
+    snprintf(dir, sizeof dir, "%s/mindspore/calibration", j->outdir);
+    if (qc_write_lite_samples(j->ms_model, j->calibrate, dir, &n, &j->d)) rc = -1;
+    else fprintf(stderr, "convert: mindspore: int8: converter_lite.cfg [common_quant_param] FULL_QUANT, %s, %d "
+                         "calibration samples (NHWC float32) in %s\n", po.quant_method, n, dir);
+  }
   if (rc < 0 || (rc > 0 && j->strict && j->want[MAP_TARGET_MINDSPORE])) j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   else if (rc > 0) fprintf(stderr, "convert: mindspore: no ModelArts package or deployment files (the diagnostics say why)\n");
   else fprintf(stderr, "convert: mindspore: export.py, converter_lite and atc command lines; ModelArts package "
@@ -740,7 +829,7 @@ static int write_coverage(convert_job *j) {
 /* OUTDIR/convert.json, which `migc verify OUTDIR` reads. */
 static int write_record(convert_job *j) {
   if (write_convert_json(j->outdir, j->model, j->weights, j->key, j->targets, j->precision, &j->o, j->cpu_only, j->ov, j->n_ov,
-                         &j->d))
+                         j->o.quant, &j->d))
     j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   fprintf(stderr, "convert: wrote %s in %.2f s%s\n", j->outdir, seconds() - j->t0,
           j->rc == EXIT_BAD_INPUT && j->strict ? " (--strict: some nodes were not converted)" : "");
@@ -752,7 +841,8 @@ static int write_record(convert_job *j) {
 static int convert_run(convert_job *j) {
   j->t0 = seconds();
   /* a failing step stops the ones after it; j->rc holds the verdict either way */
-  (void)(check_precision(j) || import_model(j) || begin_coverage(j) || prepare_model(j) || emit_cpu(j) || write_checkpoint(j) ||
+  (void)(check_precision(j) || import_model(j) || begin_coverage(j) || prepare_model(j) || quantise_model(j) || emit_cpu(j) ||
+         write_quant(j) || write_checkpoint(j) ||
          emit_mindspore_net(j) || write_ms_package(j) || emit_ascend_program(j) || write_coverage(j) ||
          write_record(j));
   return j->rc;
@@ -823,7 +913,7 @@ int cmd_convert(int argc, char **argv) {
     help(stdout);
     return EXIT_OK;
   }
-  convert_job j = {.targets = "cpu", .o = {.prefix = "model", .symbolic_batch = 1}, .rc = EXIT_OK, .precision = "fp32",
+  convert_job j = {.targets = "cpu", .o = {.prefix = "model", .symbolic_batch = 1}, .rc = EXIT_OK, .precision = "fp32", .calib_method = "percentile",
                    .ms_runtime = MS_PACKAGE_DEFAULT_RUNTIME, .model_algorithm = MS_PACKAGE_DEFAULT_ALGORITHM};
   int rc = parse_args(argc, argv, &j);
   if (rc != EXIT_OK) return rc;
@@ -837,6 +927,8 @@ int cmd_convert(int argc, char **argv) {
   mg_diags_init(&j.d);
   rc = convert_run(&j);
   cli_report(&j.d);
+  qc_free(&j.qp);
+  cg_quant_free(&j.quant);
   convert_free(&j);
   return rc;
 }

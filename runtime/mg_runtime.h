@@ -338,5 +338,6 @@ void mg_conv2d_prepare(const mg_conv2d_params *p, const float *w, float *out);
 #include "mg_rt_strings.h"
 #include "mg_rt_dynamic.h"
 #include "mg_rt_pool.h"
+#include "mg_rt_int8.h"
 
 #endif /* MG_RUNTIME_H */

@@ -70,6 +70,7 @@ side_lane() {
   suite "MindSpore package: config.json schema, ModelArts service 200/400, export.py, Lite/ATC command lines, hostile names" bash tests/e2e/mindspore_package.sh "$BUILD"
   suite "torch_reference.py: reference folders" bash tests/e2e/torch_reference.sh
   suite "precision profile and budget: fp16/bf16 emulation against torch's, the sensitive LayerNorm kept fp32 (ASan+UBSan)" bash tests/e2e/precision_profile.sh "$ASAN"
+  suite "CPU int8: calibrate tiny_cnn on 10 inputs, int8 vs fp32 torch, quant.json (numpy minmax scale, --quant-params round trip), error paths" bash tests/e2e/int8.sh "$BUILD"
   [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (30 s)" bash tests/fuzz/run.sh 30
 }
 

@@ -98,6 +98,28 @@ int cg_conv_geometry(cg_ctx *c, const mg_node *n, mg_conv2d_params *p) {
   return n->op == MG_OP_Conv && n->n_in >= 2 && n->in[0] && n->in[1] && n->out[0] ? conv_params(c, n, p) : -1;
 }
 
+/* Conv n at int8 (runtime/int8.c): weights prepared int8 at conversion, its input
+ * quantised in the kernel, dequantisation, bias and activation in its epilogue.
+ * Single-threaded whatever --threads says. */
+static int emit_q8_conv(cg_ctx *c, const mg_node *n, mg_conv2d_params *kp, const cg_act *act, float qs, int qz) {
+  const mg_value *x = n->in[0], *b = n->n_in > 2 ? n->in[2] : NULL;
+  char fa[40], fb[40], fs[40];
+  int kind, mr;
+  const char *wp = cg_prepared(c, n, &kind, &mr);
+  const char *prm = cg_static(c, "mg_q8_conv_params",
+                              "{{%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %s, %s, %s, "
+                              "0, 0}, %s, %d}",
+                              kp->N, kp->C, kp->H, kp->W, kp->M, kp->kh, kp->kw, kp->group, kp->stride_h, kp->stride_w,
+                              kp->dil_h, kp->dil_w, kp->pad_t, kp->pad_l, kp->pad_b, kp->pad_r, kp->OH, kp->OW,
+                              act->act, nn_flit(fa, act->a), nn_flit(fb, act->b), nn_flit(fs, qs), qz);
+  nn_need(c, "int8.c");
+  nn_need(c, "conv.c"); /* mg_bias_act, for the activations the epilogue does not apply */
+  if (cg_threads(c) > 1) nn_need(c, "pool.c"); /* model_init starts the pool the other layers use */
+  cg_line(c, "mg_q8_conv2d(&%s, %s, (const void *)%s, %s, %s, %s);", prm, cg_in(c, x), wp, b ? cg_in(c, b) : "NULL",
+          cg_out(c, n->out[0]), cg_scratch(c, "mg_q8_conv2d_scratch(&%s)", prm));
+  return 0;
+}
+
 int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
   const mg_value *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
   const mg_value *y = n->out[0];
@@ -109,6 +131,11 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
   if (rc < 0) return -1;
   if (rc > 0) return nd_emit_conv(c, n); /* 3+ spatial dims: c_nn3d.c */
   cg_fused_act(c, n, &act);
+  {
+    float qs;
+    int qz;
+    if (cg_q8_conv(c, n, &qs, &qz)) return emit_q8_conv(c, n, &kp, &act, qs, qz);
+  }
   /* weights prepared at conversion (cg_prepare.c), or as the graph has them */
   wp = cg_prepared(c, n, &kind, &mr);
   kp.prepared = kind, kp.prepared_mr = mr;

@@ -113,6 +113,10 @@ void cg_fused_act(cg_ctx *c, const mg_node *n, cg_act *out);
  * above 1, with m->pool and each thread's scratch scratch_floats() apart. */
 int cg_threads(const cg_ctx *c);
 
+/* Whether Conv n runs int8 (--precision int8: its weights were prepared int8,
+ * cg_quant8.c), and then its input's scale and zero point. */
+int cg_q8_conv(cg_ctx *c, const mg_node *n, float *in_scale, int *in_zp);
+
 /* Weights prepared at conversion (cg_prepare.c): for node n (a Conv, or a MatMul
  * or Gemm with a constant B), the C pointer expression of its prepared weights,
  * with *kind the mg_conv_prep (1 for a product's B) and *mr the panel height (B:

@@ -36,8 +36,25 @@ typedef struct {
   float *data;     /* mg_malloc'd; NULL: the node has none */
   size_t nbytes;
   size_t offset;   /* in the weights payload, set by cg_plan */
-  int kind, mr;    /* mg_conv_prep, panel height */
+  int kind, mr;    /* mg_conv_prep (or CG_PREP_Q8), panel height */
+  float q_scale;   /* CG_PREP_Q8: the input's quantisation (mg_q8_conv_params) */
+  int q_zp;
 } cg_prep;
+
+/* cg_prep.kind of a Conv whose weights are int8 (runtime/mg_rt_int8.h's layout):
+ * outside mg_conv_prep's range, so no float32 kernel ever takes them. */
+#define CG_PREP_Q8 100
+
+/* Whether Conv node n can have prepared weights: a constant float32 W of the
+ * right size, not of run-time length, and a 2-D geometry the emitter takes. On
+ * success fills p (preparation unset). cg_prepare.c. */
+int cg_conv_candidate(cg_ctx *c, const mg_node *n, mg_conv2d_params *p);
+
+/* With --precision int8 (c->o->quant): records Conv, Gemm or MatMul node i in
+ * the quantisation report and, when it can run int8, prepares its int8 weights
+ * in c->prep[i]. 1 prepared, 0 it stays float32 (the report says why), -1 OOM.
+ * cg_quant8.c. */
+int cg_q8_prepare(cg_ctx *c, int i, const mg_node *n);
 
 /* A symbolic batch (cg_batch.c): the model is emitted for one batch element and
  * model_run loops over the caller's batch. */

@@ -26,10 +26,7 @@ static int host_mr(void) {
 #endif
 }
 
-/* Whether Conv node n can have prepared weights: a constant float32 W of the
- * right size, not of run-time length, and a 2-D geometry the emitter takes. On
- * success fills p (preparation unset). */
-static int conv_candidate(cg_ctx *c, const mg_node *n, mg_conv2d_params *p) {
+int cg_conv_candidate(cg_ctx *c, const mg_node *n, mg_conv2d_params *p) {
   const mg_value *w = n->n_in >= 2 ? n->in[1] : NULL;
   int rc;
   if (n->op != MG_OP_Conv || c->absorbed[n->id] || (c->dyn_node && c->dyn_node[n->id])) return 0;
@@ -119,6 +116,11 @@ int cg_prepare_weights(cg_ctx *c) {
     mg_conv2d_params p;
     int64_t M, N, K;
     int tB;
+    if (c->o->quant) {
+      const int q = cg_q8_prepare(c, i, n);
+      if (q < 0) return -1;
+      if (q) continue;
+    }
     if (cg_gemm_prep_shape(c, n, &M, &N, &K, &tB)) {
       size_t floats;
       float *out = prepare_b(n, N, K, tB, nr, &floats);
@@ -127,7 +129,7 @@ int cg_prepare_weights(cg_ctx *c) {
       c->n_prep++;
       continue;
     }
-    if (!conv_candidate(c, n, &p)) continue;
+    if (!cg_conv_candidate(c, n, &p)) continue;
     p.prepared = (int)mg_conv2d_prep_kind(&p);
     if (p.prepared == MG_CONV_PREP_NONE) continue;
     p.prepared_mr = mr;

@@ -20,6 +20,32 @@
 #define MG_CODEGEN_H
 #include "ir.h"
 
+/* --precision int8 (docs/precision.md): the calibrated activations, and what
+ * emit_c did with each quantisable layer. */
+typedef struct {
+  const char *name;    /* the value (a Conv's input) */
+  float scale;         /* x ~ scale * (q - zp), q a u8 */
+  int zp;              /* 0 (non-negative tensor) or 128 (symmetric) */
+} cg_q8_act;
+
+typedef struct {
+  const char *node, *op;   /* the graph's names (they outlive the report) */
+  int int8;                /* 1 runs int8, 0 float32 */
+  char why[160];           /* float32: the reason */
+  float *w_scale;          /* int8: per-output-channel weight scales (mg_malloc'd) */
+  int n_w_scale;
+} cg_q8_layer;
+
+typedef struct {
+  const cg_q8_act *acts;   /* in */
+  int n_acts;
+  cg_q8_layer *layers;     /* out: every Conv, Gemm and MatMul, in node order */
+  int n_layers, cap_layers;
+} cg_quant;
+
+/* Frees what emit_c filled in q (not acts). */
+void cg_quant_free(cg_quant *q);
+
 typedef struct {
   const char *prefix;  /* C identifier prefix of the generated API; "model" */
   int embed_weights;   /* weights as a const array in weights.c, not model.weights */
@@ -33,6 +59,8 @@ typedef struct {
                           reporting it as a dynamic shape */
   int threads;         /* --threads N: the most threads model_set_threads may ask for,
                           and how many model_init starts (0 or 1: one, no pthreads) */
+  cg_quant *quant;     /* --precision int8: Conv layers with calibrated inputs run
+                          int8 (NULL: everything float32) */
 } cg_options;
 
 typedef struct {

@@ -463,6 +463,19 @@ static void lite_cfg(cg_buf *b, const pk_ctx *c) {
     shape_list(b, c->g, 1);
     cg_buf_printf(b, "\n");
   }
+  if (c->o->quant_method && c->g->n_inputs == 1) {
+    /* --precision int8: MindSpore Lite's post-training full quantisation, keys as
+     * facts.md's "Post-training quantisation config" gives them (lines 346-356):
+     * [common_quant_param] quant_type and bit_num (8 for full quantisation);
+     * [data_preprocess_param] calibrate_path=in1:/dir1, calibrate_size, input_type
+     * BIN, all three mandatory; [full_quant_param] activation_quant_method, and
+     * target_device ASCEND, the device [ascend_context] and convert_lite.sh's
+     * --optimize=ascend_oriented are for. */
+    cg_buf_printf(b, "[common_quant_param]\nquant_type=FULL_QUANT\nbit_num=8\n[data_preprocess_param]\ncalibrate_path=");
+    cg_buf_printable(b, c->g->inputs[0]->name);
+    cg_buf_printf(b, ":%s\ncalibrate_size=%d\ninput_type=BIN\n[full_quant_param]\nactivation_quant_method=%s\n"
+                     "target_device=ASCEND\n", c->o->calib_dir, c->o->calib_size, c->o->quant_method);
+  }
 }
 
 /* echo 'script: why' >&2; exit 2 -- the message as one single-quoted word. */

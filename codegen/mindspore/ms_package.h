@@ -30,6 +30,10 @@ typedef struct {
   const char *model_algorithm; /* config.json "model_algorithm": passes ms_package_algorithm_check */
   const char *checkpoint;      /* OUTDIR/model.ckpt as this conversion wrote it; NULL: none (no parameters) */
   const char *precision;       /* its float parameters: "fp16", "bf16", or NULL / "fp32" (as given) */
+  const char *quant_method;    /* --precision int8: [full_quant_param] activation_quant_method
+                                  (MAX_MIN, KL or REMOVAL_OUTLIER); NULL: no quantisation sections */
+  const char *calib_dir;       /* int8: the calibration .bin files' folder, relative to mindspore/ */
+  int calib_size;              /* int8: how many there are */
 } ms_package_opts;
 
 /* NULL when name is a valid config.json model_algorithm (facts.md 1.2: starts

@@ -558,6 +558,88 @@ static void test_conv_out_dim(void **state) {
   assert_int_equal(mg_conv_out_dim(2, 5, 1, 1, 0, 0), 0);
 }
 
+/* ------------------------------------------------------------- int8 conv */
+
+/* mg_q8_conv2d against the double-precision conv of the operands it stands for,
+ * quantised here independently: x -> (clamp(rint(x / s) + zp, lo, 255) - zp) * s,
+ * w -> clamp(rint(w / ws), -127, 127) * ws with ws = max |w of the channel| / 127.
+ * Only the float epilogue rounds, so the tolerance is a few ulps of S. */
+static void q8_case(int N, int C, int H, int W, int M, int k, int stride, int pad, int group, int zp, mg_act act) {
+  mg_q8_conv_params p;
+  memset(&p, 0, sizeof p);
+  p.conv.N = N, p.conv.C = C, p.conv.H = H, p.conv.W = W, p.conv.M = M, p.conv.kh = p.conv.kw = k;
+  p.conv.group = group, p.conv.stride_h = p.conv.stride_w = stride, p.conv.dil_h = p.conv.dil_w = 1;
+  p.conv.pad_t = p.conv.pad_l = p.conv.pad_b = p.conv.pad_r = pad;
+  p.conv.OH = mg_conv_out_dim(H, k, stride, 1, pad, pad), p.conv.OW = mg_conv_out_dim(W, k, stride, 1, pad, pad);
+  p.conv.act = act, p.conv.act_a = 0.0f, p.conv.act_b = 0.5f;
+  const int Cg = C / group, Mg = M / group, K = Cg * k * k, OH = p.conv.OH, OW = p.conv.OW;
+  const size_t nx = (size_t)N * C * H * W, nw = (size_t)M * K, ny = (size_t)N * M * OH * OW;
+  float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = malloc((size_t)M * sizeof *b);
+  float *ws = malloc((size_t)M * sizeof *ws), *y = malloc(ny * sizeof *y);
+  double *xd = malloc(nx * sizeof *xd), *wd = malloc(nw * sizeof *wd);
+  void *wq = malloc(4096 + (size_t)M * (8 + (size_t)K + 3));
+  float xmax = 0;
+  for (size_t i = 0; i < nx; i++) {
+    x[i] = zp ? rnd_float() : rnd_float() + 1.0f;
+    if (fabsf(x[i]) > xmax) xmax = fabsf(x[i]);
+  }
+  for (size_t i = 0; i < nw; i++) w[i] = rnd_float();
+  for (int m = 0; m < M; m++) b[m] = 0.5f * rnd_float();
+  p.in_scale = xmax * 0.9f / (zp ? 127.0f : 255.0f); /* some values clip */
+  p.in_zp = zp;
+  for (size_t i = 0; i < nx; i++) {
+    double q = nearbyint(x[i] / p.in_scale) + zp;
+    q = q < (zp ? 1 : 0) ? (zp ? 1 : 0) : q > 255 ? 255 : q;
+    xd[i] = (q - zp) * p.in_scale;
+  }
+  for (int m = 0; m < M; m++) {
+    float a = 0;
+    for (int i = 0; i < K; i++) a = fmaxf(a, fabsf(w[(size_t)m * K + i]));
+    ws[m] = a / 127.0f;
+    for (int i = 0; i < K; i++) {
+      double q = nearbyint(w[(size_t)m * K + i] / ws[m]);
+      wd[(size_t)m * K + i] = (q < -127 ? -127 : q > 127 ? 127 : q) * ws[m];
+    }
+  }
+  assert_true(mg_q8_conv_prepared_bytes(&p) <= 4096 + (size_t)M * (8 + (size_t)K + 3));
+  mg_q8_conv_prepare(&p, w, ws, wq);
+  float *scratch = malloc(mg_q8_conv2d_scratch(&p) * sizeof(float));
+  mg_q8_conv2d(&p, x, wq, b, y, scratch);
+  for (int n = 0; n < N; n++)
+    for (int m = 0; m < M; m++)
+      for (int oh = 0; oh < OH; oh++)
+        for (int ow = 0; ow < OW; ow++) {
+          const int g = m / Mg;
+          double acc = b[m], mag = fabs(b[m]);
+          for (int c = 0; c < Cg; c++)
+            for (int i = 0; i < k; i++)
+              for (int j = 0; j < k; j++) {
+                const int ih = oh * stride - pad + i, iw = ow * stride - pad + j;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const double t = xd[(((size_t)n * C + g * Cg + c) * H + ih) * W + iw] * wd[((size_t)m * Cg + c) * k * k + i * k + j];
+                acc += t, mag += fabs(t);
+              }
+          if (act == MG_ACT_RELU) acc = acc < 0 ? 0 : acc;
+          if (act == MG_ACT_CLIP) acc = acc < 0 ? 0 : acc > 0.5 ? 0.5 : acc;
+          const double got = y[(((size_t)n * M + m) * OH + oh) * OW + ow];
+          if (fabs(got - acc) > 1e-5 * mag + 1e-6)
+            fail_msg("q8 conv C%d M%d k%d s%d g%d zp%d: y[%d,%d,%d,%d] = %g, want %g", C, M, k, stride, group, zp,
+                     n, m, oh, ow, got, acc);
+        }
+  free(x), free(w), free(b), free(ws), free(y), free(xd), free(wd), free(wq), free(scratch);
+}
+
+static void test_q8_conv(void **state) {
+  (void)state;
+  q8_case(1, 5, 9, 11, 6, 3, 1, 1, 1, 128, MG_ACT_NONE);   /* K = 45: a K tail; M = 6: a row tail */
+  q8_case(2, 16, 7, 10, 8, 1, 1, 0, 1, 0, MG_ACT_RELU);    /* 1x1, 70 positions: a column tail */
+  q8_case(1, 3, 23, 23, 4, 7, 2, 3, 1, 128, MG_ACT_CLIP);  /* stem-like: 7x7 stride 2 */
+  q8_case(1, 8, 12, 12, 8, 3, 2, 1, 8, 0, MG_ACT_RELU);    /* depthwise, stride 2 */
+  q8_case(1, 4, 9, 9, 8, 3, 1, 1, 4, 128, MG_ACT_NONE);    /* depthwise, multiplier 2 */
+  q8_case(1, 8, 6, 6, 6, 3, 1, 1, 2, 128, MG_ACT_NONE);    /* two groups */
+  q8_case(1, 40, 20, 20, 9, 3, 1, 1, 1, 0, MG_ACT_NONE);   /* 400 positions: several tiles */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sgemm_random),
@@ -574,10 +656,17 @@ int main(void) {
       cmocka_unit_test(test_conv_pointwise),
       cmocka_unit_test(test_conv_layers),
       cmocka_unit_test(test_conv_winograd),
+      cmocka_unit_test(test_q8_conv),
   };
 #if defined(MG_TEST_REQUIRE_AVX2) && (defined(__GNUC__) || defined(__clang__))
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     printf("CPU lacks AVX2/FMA: skipping the AVX2 build of the runtime tests\n");
+    return 77;
+  }
+#endif
+#if defined(MG_TEST_REQUIRE_VNNI) && (defined(__GNUC__) || defined(__clang__))
+  if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512bw")) {
+    printf("CPU lacks AVX-512 VNNI: skipping the VNNI build of the runtime tests\n");
     return 77;
   }
 #endif
