@@ -107,6 +107,10 @@ typedef struct {
   const char *in_batch, *out_batch;
   int (*init_dims)(void *instance, const char *weights_path, const int64_t *max_dims);
   int (*run_dims)(void *instance, const int64_t *dims, const void *const *inputs, void *const *outputs);
+  /* And a symbolic sequence (n_dims 2, dims[1] its length; NULL: none): its axis
+   * in each input and output (-1: none); their shapes and bytes above are at the
+   * shortest length the model takes. */
+  const signed char *in_seq, *out_seq;
 } mg_rt_model;
 
 /* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit
