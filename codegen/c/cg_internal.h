@@ -122,9 +122,9 @@ void cg_batch_source(cg_ctx *c, cg_buf *b, const char *p);
 const char *cg_batch_desc_tail(cg_ctx *c, const char *p);
 /* A symbolic sequence (cg_seq.c): whether g's inputs have one (*sym its name). */
 int cg_seq_find(const mg_graph *g, const char **sym);
-/* Writes m's project with its sequence symbolic: 1 when m has none or it cannot
- * be made symbolic (the caller emits as usual; a warning says why), else
- * emit_c's result. */
+/* Writes m's project with its sequence symbolic (dir NULL: only checks, r filled):
+ * 1 when m has none or it cannot be made symbolic (the caller emits as usual; a
+ * warning says why), else emit_c's result. m itself is not changed. */
 int cg_seq_emit(mg_model *m, const cg_options *o, const char *dir, cg_report *r, mg_diags *d);
 /* emit_c's steps (emit_c.c), for cg_seq.c's emissions at each length: lowers m and
  * fills c up to the plan (c must be freed with cg_ctx_free either way); emits

@@ -209,8 +209,11 @@ static void poly_c(cg_buf *b, poly p, int64_t lo, char sfx, int64_t most) {
   if (p.d2 % 2 == 0) { /* a S^2 + b S + c */
     int64_t a = p.d2 / 2, bb = p.d1 - a - 2 * a * lo, cc = p.v0 - (p.d1 - a) * lo + a * lo * lo;
     cg_buf_printf(b, "((%s)(", ty);
-    if (a) cg_buf_printf(b, "%lld * S * S + ", (long long)a);
-    cg_buf_printf(b, "%lld * S + %lld))", (long long)bb, (long long)cc);
+    const char *sep = "";
+    if (a) cg_buf_printf(b, a == 1 ? "S * S" : "%lld * S * S", (long long)a), sep = " + ";
+    if (bb) cg_buf_printf(b, bb == 1 ? "%sS" : "%s%lld * S", sep, (long long)bb), sep = " + ";
+    if (cc || !*sep) cg_buf_printf(b, "%s%lld", sep, (long long)cc);
+    cg_buf_printf(b, "))");
   } else {
     cg_buf_printf(b, "((%s)(%lld + %lld * (S - %lld) + %lld * ((S - %lld) * (S - %lld) / 2)))", ty, (long long)p.v0,
                   (long long)p.d1, (long long)lo, (long long)p.d2, (long long)lo, (long long)lo + 1);
@@ -357,12 +360,13 @@ typedef struct {
   int n;
   int *value;
   size_t *offset;
-  size_t arena;
+  size_t arena, lower_bound;
 } max_layout;
 
 static int layout_take(max_layout *l, const cg_ctx *c) {
   l->n = c->n_buffers;
   l->arena = c->arena_bytes;
+  l->lower_bound = c->lower_bound;
   l->value = mg_malloc(sizeof *l->value * (size_t)(l->n + 1));
   l->offset = mg_malloc(sizeof *l->offset * (size_t)(l->n + 1));
   if (!l->value || !l->offset) return -1;
@@ -571,11 +575,13 @@ int cg_seq_emit(mg_model *m, const cg_options *o, const char *dir, cg_report *r,
     }
     *sep = 0;
     *r = ref.r;
+    r->arena_bytes = lay.arena;
+    r->lower_bound = lay.lower_bound;
     char hash[32];
     snprintf(hash, sizeof hash, "0x%016llxull", (unsigned long long)cg_weights_hash(&ref.c));
     for (char *q = text; (q = strstr(q, HASH_MARK)); q += strlen(hash)) memcpy(q, hash, strlen(hash));
     for (char *q = sep + 15; (q = strstr(q, HASH_MARK)); q += strlen(hash)) memcpy(q, hash, strlen(hash));
-    result = cg_write_project(&ref.c, dir, sep + 15, text);
+    result = dir ? cg_write_project(&ref.c, dir, sep + 15, text) : 0;
     mg_free(text);
   next_both:
     cg_buf_free(&both);

@@ -645,6 +645,9 @@ int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report *r, mg
 int cg_check_model(mg_model *m, mg_diags *d) {
   cg_options o = {.prefix = "model", .symbolic_batch = 1};
   cg_report r = {0};
+  /* a symbolic sequence is checked as it is emitted: at every length */
+  int seq = cg_seq_emit(m, &o, NULL, &r, d);
+  if (seq != 1) return seq < 0 ? seq : r.n_unsupported;
   cg_ctx c;
   int rc = cg_prepare_ctx(&c, m, &o, &r, d);
   if (!rc) rc = cg_emit_body(&c);
