@@ -469,7 +469,13 @@ int cg_seq_emit(mg_model *m, const cg_options *o, const char *dir, cg_report *r,
   int result = 1;
   for (; lo <= 3 && result == 1; lo++) {
     signed char *io_seq = seq_axes(m, sym, lo);
-    if (!io_seq) continue;
+    if (!io_seq) {
+      if (lo == 3)
+        mg_warn(d, SHAPE, NULL, NULL,
+                "cpu: symbolic sequence '%s': an input or output holds it otherwise than as one axis of length %s, "
+                "or the model cannot be prepared at a fixed length; not made symbolic", sym, sym);
+      continue;
+    }
     sample ref, fit[CG_SEQ_FIT - 1], cur;
     max_layout lay = {0};
     memset(fit, 0, sizeof fit);

@@ -25,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . tests/e2e/check_lib.sh
 if ! nice /usr/bin/python3 tests/fixtures/export_dynamic.py -o $FX \
-       --models "tiny_cnn,batch_mix,transformer_encoder,transformer_encoder_batch,$(echo $MODELS | tr ' ' ,)" > "$work/fx.log" 2>&1; then
+       --models "tiny_cnn,batch_mix,transformer_encoder,transformer_encoder_batch,seq_double,$(echo $MODELS | tr ' ' ,)" > "$work/fx.log" 2>&1; then
   echo "FAIL fixtures: $(tail -3 "$work/fx.log")"
   exit 1
 fi
@@ -100,6 +100,10 @@ check "transformer_encoder: arena at the longest seq (64) equals the static plan
   s=\$(sed -n 's/^#define MODEL_ARENA_BYTES \([0-9]*\)u\$/\\1/p' '$work/te_static/cpu/model.h') &&
   y=\$(sed -n 's/^#define MODEL_ARENA_AT(S) ((size_t)\([0-9]*\)u)\$/\\1/p' '$te/cpu/model.h') && echo \"static \$s dynamic \$y\" &&
   echo \"transformer_encoder arena at seq 64: static \$s dynamic \$y\" >> '$work/figures' && [ \$((y * 100)) -le \$((s * 105)) ]"
+check "a sequence that no single output axis of length seq holds (2 x seq) stays dynamic-shape, with why, never frozen" bash -c "
+  '$MIGC' convert $FX/seq_double_dyn.onnx --cpu-only -o '$work/sd2' > '$work/sd2.log' 2>&1
+  grep -q \"symbolic sequence 'seq': an input or output holds it otherwise\" '$work/sd2.log' &&
+  grep -q 'dynamic-shape: value .input. has shape batchxseqx4' '$work/sd2.log'"
 check "inspect: the seq dim is no dynamic-shape for the CPU target (cpu 100%)" bash -c "
   '$MIGC' inspect $FX/transformer_encoder_dyn.onnx 2>&1 | grep -q 'cpu 100%'"
 check "--max-dim on a static model: exit 2" bash -c "
