@@ -145,6 +145,9 @@ if [ -n "$ASAN" ]; then
   asan tiny_cnn samples/tiny_cnn.onnx logits 5 1 2 5
   asan transformer_encoder_batch $FX/transformer_encoder_batch_dyn.onnx output 5 1s9 5s9
   asan transformer_encoder $FX/transformer_encoder_dyn.onnx output 2 2s5 2s9 2s32
+  check "ASan+UBSan: transformer_encoder, seq 32 past a maximum of 5 is an error, nothing written" bash -c "
+    '$work/asan_transformer_encoder/cpu/runner' --input input=$FX/transformer_encoder_b2s32_input.npy \
+      --output-dir '$work/asan_te_past' --max-dim seq=5; [ \$? -eq 3 ] && [ ! -e '$work/asan_te_past/output.npy' ]"
 fi
 [ -f "$work/figures" ] && sed 's/^/     /' "$work/figures"
 echo "$pass passed, $fail failed"
