@@ -225,8 +225,8 @@ static void poly_c(cg_buf *b, poly p, int64_t lo, char sfx, int64_t most) {
  * line moved before it, is moved to the marker "/ *@seq-locals@* /" as an
  * automatic constant. NULL on OOM. */
 static char *merged_text(const cut *ref, const poly *fit, const char *vary, const int64_t *most, int64_t lo) {
-  cg_buf out = {0}, moved = {0}, line = {0};
-  char names[4096] = " ";
+  cg_buf out = {0}, moved = {0}, line = {0}, names = {0};
+  cg_buf_printf(&names, " ");
   const char *s = ref->s;
   size_t pos = 0;
   int li = 0;
@@ -254,11 +254,10 @@ static char *merged_text(const cut *ref, const poly *fit, const char *vary, cons
         char ref_name[66] = " ";
         sscanf(r, "%63[A-Za-z0-9_]", ref_name + 1);
         strcat(ref_name, " ");
-        if (strstr(names, ref_name)) any = 1;
+        if (names.s && strstr(names.s, ref_name)) any = 1;
       }
-      if (any && *name && strlen(names) + strlen(name) + 2 < sizeof names) {
-        strcat(names, name);
-        strcat(names, " ");
+      if (any && *name) {
+        cg_buf_printf(&names, "%s ", name);
         cg_buf_printf(&moved, "  %s", ln + 7); /* drop "static " */
         pos = end;
         continue;
@@ -268,9 +267,11 @@ static char *merged_text(const cut *ref, const poly *fit, const char *vary, cons
     pos = end;
   }
   cg_buf_free(&line);
+  int names_failed = names.failed;
+  cg_buf_free(&names);
   char *r = NULL;
   const char *mark = out.s ? strstr(out.s, "/*@seq-locals@*/\n") : NULL;
-  if (mark && !out.failed && !moved.failed) {
+  if (mark && !out.failed && !moved.failed && !names_failed) {
     cg_buf fin = {0};
     cg_buf_printf(&fin, "%.*s%s%s", (int)(mark - out.s), out.s, moved.s ? moved.s : "", mark + 17);
     r = fin.failed ? NULL : fin.s;
