@@ -38,6 +38,7 @@ test-zoo: setup build
 	@tests/e2e/zoo.sh $(BUILD)
 	@tests/e2e/mindspore_zoo.sh $(BUILD)
 	@MIGC_AMP_SAMPLES=200 tests/e2e/mindspore_amp.sh $(BUILD)
+	@MIGC_PRECISION_ZOO=1 tests/e2e/precision_profile.sh $(BUILD)
 	@tests/e2e/batch_zoo.sh $(BUILD)
 	@tests/e2e/batch_speed.sh $(BUILD)
 

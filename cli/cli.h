@@ -17,6 +17,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_precision(int argc, char **argv);
 
 /* Prints every recorded diagnostic to stderr, one line each. */
 void cli_report(const mg_diags *d);

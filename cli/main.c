@@ -25,6 +25,7 @@ static const struct {
     {"verify", cmd_verify, "parity gate: outputs and gradients against PyTorch, first diverging node, JUnit"},
     {"batch", cmd_batch, "a model zoo: convert, build and verify each model, parallel, resumable, shardable"},
     {"report", cmd_report, "merge batch folders (shards) into one report: json, md, html, JUnit"},
+    {"precision", cmd_precision, "what fp16/bf16 costs a model, layer by layer, and the layers a budget keeps fp32"},
 };
 
 static void usage(FILE *f) {

@@ -40,6 +40,13 @@ void *mg_realloc(void *p, size_t n) {
 
 void mg_free(void *p) { free(p); }
 
+char *mg_strdup(const char *s) {
+  const size_t n = strlen(s) + 1;
+  char *c = mg_malloc(n);
+  if (c) memcpy(c, s, n);
+  return c;
+}
+
 struct mg_arena_block {
   mg_arena_block *next;
   size_t used, cap;

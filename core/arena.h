@@ -14,6 +14,8 @@ void *mg_malloc(size_t n);
 void *mg_calloc(size_t count, size_t size);
 void *mg_realloc(void *p, size_t n);
 void mg_free(void *p);
+/* A copy of s from mg_malloc (free with mg_free); NULL when allocation fails. */
+char *mg_strdup(const char *s);
 
 /* Fault injection: the nth allocation from now (1-based) fails, and so does every
  * later one while `sticky` is set. n = 0 disables injection. */

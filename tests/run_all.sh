@@ -69,6 +69,7 @@ side_lane() {
   suite "MindSpore harmful mutations fail the parity check (padding order, LayerNorm eps, BatchNorm momentum, dropped axis)" bash tests/e2e/mindspore_mutations.sh "$BUILD"
   suite "MindSpore package: config.json schema, ModelArts service 200/400, export.py, Lite/ATC command lines, hostile names" bash tests/e2e/mindspore_package.sh "$BUILD"
   suite "torch_reference.py: reference folders" bash tests/e2e/torch_reference.sh
+  suite "precision profile and budget: fp16/bf16 emulation against torch's, the sensitive LayerNorm kept fp32 (ASan+UBSan)" bash tests/e2e/precision_profile.sh "$ASAN"
   [ -f tests/fuzz/run.sh ] && suite "fuzz smoke (30 s)" bash tests/fuzz/run.sh 30
 }
 

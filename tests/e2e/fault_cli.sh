@@ -1,7 +1,7 @@
 #!/bin/bash
 # Allocation failures through the command line (issue 16, acceptance 4): every
 # command that reads or writes models (inspect, run, coverage, weights with a graph,
-# convert for all three targets, verify with its reports, ckpt dump) is run with
+# convert for all three targets, verify with its reports, ckpt dump, precision) is run with
 # MIGC_FAULT_AT=N, which fails the Nth allocation (core/arena.h), for N = 1..30
 # and then every ~12% further up to the number of allocations the command makes
 # (FAULT_EVERY=1: every one of them).
@@ -82,6 +82,10 @@ sweep "convert: cpu, mindspore, ascend" "$o" - "$MIGC" convert "$S/tiny_cnn.onnx
 sweep "verify --reference (interpreter, layers) with --json and --junit" "$o" - "$MIGC" verify "$S/tiny_cnn.onnx" \
   --reference "$work/ref.npz" --json "$o/v.json" --junit "$o/v.xml"
 sweep "ckpt dump --json" "$o" + "$MIGC" ckpt dump --json "$work/w.ckpt"
+sweep "precision --budget --json (profile, emulated clones)" "$o" + "$MIGC" precision "$S/tiny_cnn.onnx" \
+  --precision fp16 --samples 1 --budget 1e-3 --json "$o/p.json"
+sweep "precision int8 (calibration, QDQ clones)" "$o" + "$MIGC" precision "$S/tiny_cnn.onnx" --precision int8 \
+  --samples 1 --calib-samples 2 --keep-top 1
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ] && rm -rf "$work"
