@@ -76,6 +76,9 @@ static void help(FILE *f) {
           "  --no-fuse, --no-fold-bn  keep activations / BatchNorm as separate kernels\n"
           "  --threads N            generated code for up to N threads (model_set_threads;\n"
           "                         model_init starts N; default 1, no pthreads)\n"
+          "  --max-seq N            a symbolic sequence (a named dim other than the leading\n"
+          "                         batch): the longest the generated code takes (default 64;\n"
+          "                         the code is generated and checked at every length up to it)\n"
           "  --cpu-pack MR|none     panel height of the weights prepared for SGEMM\n"
           "                         (default: this machine's kernel; none: as in the graph)\n"
           "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n"
@@ -340,6 +343,16 @@ static int parse_args(int argc, char **argv, convert_job *j) {
         return EXIT_BAD_INPUT;
       }
       j->o.threads = (int)nt;
+    }
+    else if (!strcmp(a, "--max-seq") && more) {
+      const char *v = argv[++i];
+      char *end;
+      long long ns = strtoll(v, &end, 10);
+      if (!*v || *end || ns < 5 || ns > 4096) {
+        fprintf(stderr, "migc convert: --max-seq wants a length from 5 to 4096, got '%s'\n", v);
+        return EXIT_BAD_INPUT;
+      }
+      j->o.seq_max = ns;
     }
     else if (!strcmp(a, "--cpu-pack") && more) {
       /* prepared weights' panel height (codegen/c/cg_prepare.c): none, or 1..64 */

@@ -60,7 +60,7 @@ float mg_rt_bf16_to_f32(uint16_t h);
 uint16_t mg_rt_f32_to_bf16(float f);
 
 /* A generated model as the runner sees it (one per model in a project; the
- * conformance runner links many). Shapes are static but for a symbolic batch. Functions return 0 on
+ * conformance runner links many). Shapes are static but for a symbolic batch and sequence. Functions return 0 on
  * success and a nonzero MG_RT_E* code otherwise. */
 enum { MG_RT_OK = 0, MG_RT_EIO = 1, MG_RT_EFORMAT = 2, MG_RT_ENOMEM = 3, MG_RT_EARG = 4,
        MG_RT_EUNSUPPORTED = 5, MG_RT_EDEVICE = 6, MG_RT_ELAYOUT = 7 };
@@ -107,6 +107,10 @@ typedef struct {
   const char *in_batch, *out_batch;
   int (*init_dims)(void *instance, const char *weights_path, const int64_t *max_dims);
   int (*run_dims)(void *instance, const int64_t *dims, const void *const *inputs, void *const *outputs);
+  /* And a symbolic sequence (n_dims 2, dims[1] its length; NULL: none): its axis
+   * in each input and output (-1: none); their shapes and bytes above are at the
+   * shortest length the model takes. */
+  const signed char *in_seq, *out_seq;
 } mg_rt_model;
 
 /* The checksum of a weights file's payload (FNV-1a over little-endian 64-bit

@@ -57,7 +57,7 @@ side_lane() {
   suite "runtime kernels on aarch64 (clang cross-build, qemu)" bash tests/e2e/runtime_aarch64.sh
   suite "conformance (C backend): node >= 750, no unexpected failure" bash tests/e2e/conformance_c.sh "$BUILD/migc"
   suite "Resize: every mode and odd scale against torch and the spec (interpreter and C)" bash tests/e2e/resize_diff.sh "$BUILD/migc"
-  suite "CPU symbolic batch: resnet18 and mobilenet_v2 run batch 1, 3, 8 in one binary against torch, arena as static, errors past the maximum, ASan+UBSan" env CPU_DYNAMIC_MODELS="resnet18 mobilenet_v2" bash tests/e2e/cpu_dynamic.sh "$BUILD" "$ASAN"
+  suite "CPU symbolic batch and sequence: resnet18 and mobilenet_v2 run batch 1, 3, 8, transformer_encoder seq 5, 9, 32 in one binary against torch, arena as static, errors past the maximum, ASan+UBSan" env CPU_DYNAMIC_MODELS="resnet18 mobilenet_v2" bash tests/e2e/cpu_dynamic.sh "$BUILD" "$ASAN"
   suite "CPU prepared weights (layout version checked at init, other panel heights) and --threads (bit-identical)" bash tests/e2e/cpu_prepared.sh "$BUILD"
   suite "convert every conformance model under ASan+UBSan" bash tests/e2e/convert_all.sh "$ASAN/migc"
   suite "Ascend: the committed aclnn declarations match the fact table and compile as C99" bash tests/e2e/ascend_facts.sh "$BUILD"

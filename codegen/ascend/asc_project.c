@@ -294,7 +294,7 @@ static void write_source(asc_ctx *c, cg_buf *b) {
                 "static const int64_t *desc_output_dims(void *m, int output) {\n"
                 "  (void)m;\n  return model_outputs[output].shape;\n}\n"
                 "const mg_rt_model model_desc = {\"%s\", %d, %d, model_inputs, model_outputs, sizeof(model_t),\n"
-                "  desc_init, desc_run, desc_free, desc_trace, desc_output_dims, 0, 0, 0, 0, 0, 0, 0};\n",
+                "  desc_init, desc_run, desc_free, desc_trace, desc_output_dims, 0, 0, 0, 0, 0, 0, 0, 0, 0};\n",
                 prefix_of(c), g->n_inputs, g->n_outputs);
 }
 

@@ -111,6 +111,10 @@ struct cg_ctx {
   int probing;            /* cg_unsupported records nothing (cg_prepare asks emitters' checks) */
   cg_batch batch;         /* a symbolic batch, if the model has one */
   const char **batch_why; /* by node id: why it does not keep batch elements apart (NULL: it does) */
+  /* A symbolic sequence (cg_seq.c): this context emits one length of it. */
+  const char *seq_sym;    /* NULL: none */
+  int64_t seq_now, seq_lo, seq_hi; /* this length; the range the merged code takes */
+  const signed char *io_seq; /* by graph input, then output: the sequence's axis, -1 none */
   const mg_node *cur;     /* node being emitted */
   int cur_failed;
 };
@@ -133,6 +137,18 @@ void cg_batch_free(cg_batch *bt);
 void cg_batch_header(cg_ctx *c, cg_buf *h, const char *p, const char *P);
 void cg_batch_source(cg_ctx *c, cg_buf *b, const char *p);
 const char *cg_batch_desc_tail(cg_ctx *c, const char *p);
+/* A symbolic sequence (cg_seq.c): whether g's inputs have one (*sym its name). */
+int cg_seq_find(const mg_graph *g, const char **sym);
+/* Writes m's project with its sequence symbolic (dir NULL: only checks, r filled):
+ * 1 when m has none or it cannot be made symbolic (the caller emits as usual; a
+ * warning says why), else emit_c's result. m itself is not changed. */
+int cg_seq_emit(mg_model *m, const cg_options *o, const char *dir, cg_report *r, mg_diags *d);
+/* emit_c's steps (emit_c.c), for cg_seq.c's emissions at each length: lowers m and
+ * fills c up to the plan (c must be freed with cg_ctx_free either way); emits
+ * every node, returning the count not converted. */
+int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report *r, mg_diags *d);
+int cg_emit_body(cg_ctx *c);
+void cg_ctx_free(cg_ctx *c);
 /* Whether op computes each output element from the input elements at the same
  * (broadcast) coordinates. */
 int cg_elementwise_op(mg_op op);
@@ -165,6 +181,10 @@ int cg_emit_dynamic(cg_ctx *c, const mg_node *n, int (*emit)(cg_ctx *, const mg_
 int cg_dyn_dense(const cg_ctx *c, const mg_value *v);
 /* The actual element count of a dense value (dynamic or static), as C. */
 const char *cg_dyn_numel(cg_ctx *c, const mg_value *v);
+/* The weights payload's checksum, as the generated model_init checks it, and the
+ * payload itself (mg_malloc'd, *n bytes; NULL on OOM). */
+uint64_t cg_weights_hash(cg_ctx *c);
+unsigned char *cg_weights_payload(cg_ctx *c, size_t *n);
 /* Writes every file of the project; model_c is the finished model.c text. */
 int cg_write_project(cg_ctx *c, const char *dir, const char *model_c, const char *model_h);
 /* The text of model.c (returned) and of model.h (*model_h), both mg_malloc'd;

@@ -43,7 +43,8 @@ int cg_conv_candidate(cg_ctx *c, const mg_node *n, mg_conv2d_params *p) {
 static int f32(const mg_value *v) { return v && v->dtype == MG_F32; }
 
 /* Fewest rows of A for which a product reads its constant B prepared: below it
- * the product is matrix-vector-like and mg_sgemm streams B as it is. */
+ * the product is matrix-vector-like and mg_sgemm streams B as it is. Not for a
+ * symbolic sequence, whose code must be one kernel at every length (cg_seq.c). */
 #define PREPB_MIN_ROWS 8
 
 int cg_gemm_prep_shape(cg_ctx *c, const mg_node *n, int64_t *M, int64_t *N, int64_t *K, int *tB) {
@@ -67,7 +68,7 @@ int cg_gemm_prep_shape(cg_ctx *c, const mg_node *n, int64_t *M, int64_t *N, int6
   for (*M = 1, i = 0; i < ar - 1; i++) *M *= ad[i];
   *K = ad[ar - 1];
   *N = *tB ? bd[0] : bd[1];
-  return (*tB ? bd[1] : bd[0]) == *K && cg_numel(y) == *M * *N && *M >= PREPB_MIN_ROWS &&
+  return (*tB ? bd[1] : bd[0]) == *K && cg_numel(y) == *M * *N && (*M >= PREPB_MIN_ROWS || c->o->seq_symbolic) &&
          cg_numel(A) <= INT_MAX && cg_numel(B) <= INT_MAX && cg_numel(y) <= INT_MAX;
 }
 

@@ -25,14 +25,20 @@ const char *cg_source_dir(void) {
   return e && *e ? e : MIGC_SOURCE_DIR;
 }
 
+/* The axis of input (kind "input") or output i that is the symbolic sequence;
+ * -1 when none. Its descriptions are at the shortest length the code takes. */
+static int seq_axis(const cg_ctx *c, const char *kind, int i) {
+  if (!c->seq_sym) return -1;
+  return c->io_seq[(*kind == 'o' ? c->g->n_inputs : 0) + i];
+}
+
 /* The dims of an input or output. A scalar, and a value whose rank inference could
  * not derive (rank -1: its producer was not converted, and the runtime refuses to
  * run the model), get a one-element array: C has no empty or negative arrays. */
 static void io_shape_decl(cg_ctx *c, cg_buf *b, const char *p, const char *kind, int i, const mg_value *v) {
-  (void)c;
-  const int r = v->shape.rank;
+  const int r = v->shape.rank, axis = seq_axis(c, kind, i);
   cg_buf_printf(b, "static const int64_t %s_%s%d_shape[%d] = {", p, kind, i, r > 0 ? r : 1);
-  for (int k = 0; k < r; k++) cg_buf_printf(b, "%s%lld", k ? ", " : "", (long long)v->shape.d[k].v);
+  for (int k = 0; k < r; k++) cg_buf_printf(b, "%s%lld", k ? ", " : "", (long long)(k == axis ? c->seq_lo : v->shape.d[k].v));
   cg_buf_printf(b, "%s};\n", r > 0 ? "" : "0");
 }
 
@@ -51,6 +57,7 @@ static void io_table(cg_ctx *c, cg_buf *b, const char *p, const char *kind, mg_v
   for (int i = 0; i < n; i++) {
     const mg_value *v = vs[i];
     int64_t numel = mg_shape_numel(&v->shape);
+    if (seq_axis(c, kind, i) >= 0 && c->seq_now > 0) numel = numel / c->seq_now * c->seq_lo;
     cg_buf_printf(b, "  {");
     cg_buf_c_literal(b, v->name);
     const char *dt = v->dtype == MG_STRING ? "MG_RT_STRING" : cg_rt_dtype(v->dtype);
@@ -124,6 +131,37 @@ static uint64_t weights_hash(cg_ctx *c) {
   return x.h;
 }
 
+uint64_t cg_weights_hash(cg_ctx *c) { return weights_hash(c); }
+
+/* for_payload's sink that appends to a cg_buf. */
+static void emit_append(void *ctx, const unsigned char *p, size_t n) {
+  cg_buf *b = ctx;
+  if (b->failed) return;
+  while (b->cap < b->len + n + 1) {
+    size_t cap = b->cap ? b->cap * 2 : 4096;
+    char *s = mg_realloc(b->s, cap);
+    if (!s) {
+      b->failed = 1;
+      return;
+    }
+    b->s = s, b->cap = cap;
+  }
+  memcpy(b->s + b->len, p, n);
+  b->len += n;
+  b->s[b->len] = 0;
+}
+
+unsigned char *cg_weights_payload(cg_ctx *c, size_t *n) {
+  cg_buf b = {0};
+  for_payload(c, emit_append, &b);
+  if (b.failed) {
+    cg_buf_free(&b);
+    return NULL;
+  }
+  *n = b.len;
+  return b.s ? (unsigned char *)b.s : mg_calloc(1, 1);
+}
+
 char *cg_model_sources(cg_ctx *c, char **model_h) {
   const char *p = c->o->prefix && *c->o->prefix ? c->o->prefix : "model";
   char P[64];
@@ -135,7 +173,7 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
   cg_buf h = {0}, b = {0};
   size_t pool_bytes = !c->uses_string_pool ? 0 : c->o->string_pool_bytes ? c->o->string_pool_bytes : (size_t)1 << 20;
   int n_out_dims = cg_out_dims_offset(g, g->n_outputs);
-  int any_bounded = 0;
+  int any_bounded = 0, sq = c->seq_sym != NULL;
   for (int j = 0; j < g->n_outputs; j++)
     any_bounded |= c->bounded[g->outputs[j]->id] || c->rd_off[g->outputs[j]->id] >= 0;
 
@@ -150,8 +188,17 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 " * arena of intermediates (%s_ARENA_BYTES) plus the kernels' scratch. */\n",
                 c->m->path ? c->m->path : "a model", p, p, p, p, p, p, P);
   cg_buf_printf(&h, "#ifndef %s_H\n#define %s_H\n#include <stddef.h>\n#include <stdint.h>\n#include \"mg_runtime.h\"\n\n", P, P);
-  cg_buf_printf(&h, "/* Arena of intermediates, planned by liveness (lower bound %zu bytes). */\n", c->lower_bound);
-  cg_buf_printf(&h, "#define %s_ARENA_BYTES %zuu\n", P, c->arena_bytes);
+  if (sq)
+    cg_buf_printf(&h,
+                  "/* The sequence lengths the code takes, and the arena of intermediates at length\n"
+                  " * S, planned by liveness (init sizes it as the most over the lengths up to its\n"
+                  " * maximum). */\n#define %s_SEQ_MIN %lld\n#define %s_SEQ_MAX %lld\n#define %s_ARENA_AT(S) ((size_t)%zuu)\n"
+                  "#define %s_ARENA_BYTES %s_ARENA_AT(%s_SEQ_MAX)\n",
+                  P, (long long)c->seq_lo, P, (long long)c->seq_hi, P, c->arena_bytes, P, P, P);
+  else {
+    cg_buf_printf(&h, "/* Arena of intermediates, planned by liveness (lower bound %zu bytes). */\n", c->lower_bound);
+    cg_buf_printf(&h, "#define %s_ARENA_BYTES %zuu\n", P, c->arena_bytes);
+  }
   cg_buf_printf(&h, "/* Weights payload, in %s.weights%s. */\n#define %s_WEIGHTS_BYTES %zuu\n", p,
                 c->o->embed_weights ? " and embedded in weights.c" : "", P, c->weights_bytes);
   cg_buf_printf(&h, "#define %s_N_INPUTS %d\n#define %s_N_OUTPUTS %d\n", P, g->n_inputs, P, g->n_outputs);
@@ -175,7 +222,9 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "%s"
                 "} %s_t;\n\n",
                 P, p, P, n_out_dims ? n_out_dims : 1, p,
-                c->batch.sym ? "  int64_t max_dims[1];           /* the largest batch, from init */\n" : "", p);
+                sq ? "  int64_t max_dims[2];           /* the largest batch and sequence, from init */\n"
+                     "  int64_t seq;                   /* the sequence length of this run */\n"
+                : c->batch.sym ? "  int64_t max_dims[1];           /* the largest batch, from init */\n" : "", p);
   cg_buf_printf(&h,
                 "/* The most threads %s_set_threads takes (migc convert --threads N), and how\n"
                 " * many %s_init starts. */\n#define %s_MAX_THREADS %d\n"
@@ -224,39 +273,76 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                     " * points, for runners. */\nextern const mg_rt_model %s_desc;\n#endif\n", p);
 
   /* ---- model.c ---- */
-  cg_buf_printf(&b,
-                "/* Generated by migc. Do not edit.\n"
-                " * Arena of intermediates: %zu bytes; the most bytes alive at once: %zu. */\n",
-                c->arena_bytes, c->lower_bound);
+  if (sq)
+    cg_buf_printf(&b, "/* Generated by migc. Do not edit. Sizes are polynomials in the sequence length S\n"
+                      " * (codegen/c/cg_seq.c). */\n");
+  else
+    cg_buf_printf(&b,
+                  "/* Generated by migc. Do not edit.\n"
+                  " * Arena of intermediates: %zu bytes; the most bytes alive at once: %zu. */\n",
+                  c->arena_bytes, c->lower_bound);
   cg_buf_printf(&b, "#include \"%s.h\"\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", p);
   if (c->statics.s) cg_buf_printf(&b, "%s\n", c->statics.s);
-  cg_buf_printf(&b, "static size_t scratch_floats(void) {\n  size_t most = 0, need;\n");
+  cg_buf_printf(&b, "static size_t scratch_floats(%s) {\n  size_t most = 0, need;\n", sq ? "int64_t S" : "void");
+  if (sq) cg_buf_printf(&b, "  (void)S;\n");
   for (int i = 0; i < c->n_scratch; i++)
     cg_buf_printf(&b, "  need = (size_t)(%s);\n  if (need > most) most = need;\n", c->scratch[i]);
   cg_buf_printf(&b, "  (void)need;\n  return most;\n}\n\n");
-  cg_buf_printf(&b,
-                "size_t %s_workspace_size(void) {\n"
-                "  return %s_ARENA_BYTES + scratch_floats() * %s_MAX_THREADS * sizeof(float) +\n"
-                "         %s_STRING_POOL_BYTES + 128;\n}\n\n",
-                p, P, P, P);
-  cg_buf_printf(&b, "static const int64_t %s_out_dims_init[%d] = {", p, n_out_dims ? n_out_dims : 1);
+  if (sq) {
+    /* the most over the lengths, whatever the polynomials do between them */
+    cg_buf_printf(&b,
+                  "static size_t arena_most(int64_t smax) {\n  size_t most = 0;\n  int64_t S;\n"
+                  "  for (S = %s_SEQ_MIN; S <= smax; S++)\n    if (%s_ARENA_AT(S) > most) most = %s_ARENA_AT(S);\n"
+                  "  return most;\n}\n\n"
+                  "static size_t scratch_most(int64_t smax) {\n  size_t most = 0;\n  int64_t S;\n"
+                  "  for (S = %s_SEQ_MIN; S <= smax; S++)\n    if (scratch_floats(S) > most) most = scratch_floats(S);\n"
+                  "  return most;\n}\n\n"
+                  "static size_t workspace_at(int64_t smax) {\n"
+                  "  return arena_most(smax) + scratch_most(smax) * %s_MAX_THREADS * sizeof(float) +\n"
+                  "         %s_STRING_POOL_BYTES + 128;\n}\n\n"
+                  "size_t %s_workspace_size(void) { return workspace_at(%s_SEQ_MAX); }\n\n",
+                  P, P, P, P, P, P, p, P);
+    cg_buf_printf(&b, "static void reset_out_dims(%s_t *m, int64_t S) {\n  const int64_t d[%d] = {", p,
+                  n_out_dims ? n_out_dims : 1);
+  } else {
+    cg_buf_printf(&b,
+                  "size_t %s_workspace_size(void) {\n"
+                  "  return %s_ARENA_BYTES + scratch_floats() * %s_MAX_THREADS * sizeof(float) +\n"
+                  "         %s_STRING_POOL_BYTES + 128;\n}\n\n",
+                  p, P, P, P);
+    cg_buf_printf(&b, "static const int64_t %s_out_dims_init[%d] = {", p, n_out_dims ? n_out_dims : 1);
+  }
   for (int j = 0, k = 0; j < g->n_outputs; j++)
     for (int r = 0; r < g->outputs[j]->shape.rank; r++)
       cg_buf_printf(&b, "%s%lld", k++ ? ", " : "", (long long)g->outputs[j]->shape.d[r].v);
   cg_buf_printf(&b, "%s};\n", n_out_dims ? "" : "0");
+  if (sq) cg_buf_printf(&b, "  (void)S;\n  memcpy(m->out_dims, d, sizeof d);\n}\n");
   cg_buf_printf(&b, "static const int %s_out_dims_at[%d] = {", p, g->n_outputs ? g->n_outputs : 1);
   for (int j = 0; j < g->n_outputs; j++) cg_buf_printf(&b, "%s%d", j ? ", " : "", cg_out_dims_offset(g, j));
   cg_buf_printf(&b, "%s};\n\n", g->n_outputs ? "" : "0");
-  cg_buf_printf(&b,
-                "static void place_workspace(%s_t *m, void *ws) {\n"
-                "  unsigned char *base = (unsigned char *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);\n"
-                "  m->arena = base;\n"
-                "  m->scratch = (float *)(base + %s_ARENA_BYTES);\n"
-                "  m->strings.base = (char *)(base + %s_ARENA_BYTES + scratch_floats() * %s_MAX_THREADS * sizeof(float));\n"
-                "  m->strings.cap = %s_STRING_POOL_BYTES;\n"
-                "  m->strings.used = 0;\n"
-                "  memcpy(m->out_dims, %s_out_dims_init, sizeof m->out_dims);\n%s}\n\n",
-                p, P, P, P, P, p, c->batch.sym ? "  m->max_dims[0] = 1;\n" : "");
+  if (sq)
+    cg_buf_printf(&b,
+                  "static void place_workspace(%s_t *m, void *ws, int64_t smax) {\n"
+                  "  unsigned char *base = (unsigned char *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);\n"
+                  "  m->arena = base;\n"
+                  "  m->scratch = (float *)(base + arena_most(smax));\n"
+                  "  m->strings.base = (char *)(base + arena_most(smax) + scratch_most(smax) * %s_MAX_THREADS * sizeof(float));\n"
+                  "  m->strings.cap = %s_STRING_POOL_BYTES;\n"
+                  "  m->strings.used = 0;\n"
+                  "  reset_out_dims(m, %s_SEQ_MIN);\n"
+                  "  m->max_dims[0] = 1;\n  m->max_dims[1] = smax;\n  m->seq = %s_SEQ_MIN;\n}\n\n",
+                  p, P, P, P, P);
+  else
+    cg_buf_printf(&b,
+                  "static void place_workspace(%s_t *m, void *ws) {\n"
+                  "  unsigned char *base = (unsigned char *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);\n"
+                  "  m->arena = base;\n"
+                  "  m->scratch = (float *)(base + %s_ARENA_BYTES);\n"
+                  "  m->strings.base = (char *)(base + %s_ARENA_BYTES + scratch_floats() * %s_MAX_THREADS * sizeof(float));\n"
+                  "  m->strings.cap = %s_STRING_POOL_BYTES;\n"
+                  "  m->strings.used = 0;\n"
+                  "  memcpy(m->out_dims, %s_out_dims_init, sizeof m->out_dims);\n%s}\n\n",
+                  p, P, P, P, P, p, c->batch.sym ? "  m->max_dims[0] = 1;\n" : "");
   cg_buf_printf(&b,
                 "const int64_t *%s_output_dims(const %s_t *m, int output) {\n"
                 "  if (!m || output < 0 || output >= %s_N_OUTPUTS) return 0;\n"
@@ -295,17 +381,34 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "/* Whether the runtime reads prepared weights in the layout they were made in. */\n"
                 "static int layout_ok(void) { return %s; }\n\n",
                 c->n_prep ? str(c, "mg_sgemm_pack_version() == %d", MG_RT_PACK_VERSION) : "1");
-  cg_buf_printf(&b,
-                "int %s_init_with(%s_t *m, const char *weights_path, void *workspace, size_t bytes) {\n"
-                "  int rc;\n"
-                "  if (!m || !workspace || bytes < %s_workspace_size()) return MG_RT_EARG;\n"
-                "  if (!layout_ok()) return MG_RT_ELAYOUT;\n"
-                "  memset(m, 0, sizeof *m);\n"
-                "  place_workspace(m, workspace);\n"
-                "  rc = load_weights(m, weights_path);\n"
-                "  if (!rc && %s_MAX_THREADS > 1) rc = %s_set_threads(m, %s_MAX_THREADS);\n"
-                "  return rc;\n}\n\n",
-                p, p, p, P, p, P);
+  if (sq)
+    cg_buf_printf(&b,
+                  "/* init_with for sequences up to smax (the workspace sized for them). */\n"
+                  "static int init_at(%s_t *m, const char *weights_path, void *workspace, size_t bytes, int64_t smax) {\n"
+                  "  int rc;\n"
+                  "  if (!m || !workspace || smax < %s_SEQ_MIN || smax > %s_SEQ_MAX || bytes < workspace_at(smax))\n"
+                  "    return MG_RT_EARG;\n"
+                  "  if (!layout_ok()) return MG_RT_ELAYOUT;\n"
+                  "  memset(m, 0, sizeof *m);\n"
+                  "  place_workspace(m, workspace, smax);\n"
+                  "  rc = load_weights(m, weights_path);\n"
+                  "  if (!rc && %s_MAX_THREADS > 1) rc = %s_set_threads(m, %s_MAX_THREADS);\n"
+                  "  return rc;\n}\n\n"
+                  "int %s_init_with(%s_t *m, const char *weights_path, void *workspace, size_t bytes) {\n"
+                  "  return init_at(m, weights_path, workspace, bytes, %s_SEQ_MAX);\n}\n\n",
+                  p, P, P, P, p, P, p, p, P);
+  else
+    cg_buf_printf(&b,
+                  "int %s_init_with(%s_t *m, const char *weights_path, void *workspace, size_t bytes) {\n"
+                  "  int rc;\n"
+                  "  if (!m || !workspace || bytes < %s_workspace_size()) return MG_RT_EARG;\n"
+                  "  if (!layout_ok()) return MG_RT_ELAYOUT;\n"
+                  "  memset(m, 0, sizeof *m);\n"
+                  "  place_workspace(m, workspace);\n"
+                  "  rc = load_weights(m, weights_path);\n"
+                  "  if (!rc && %s_MAX_THREADS > 1) rc = %s_set_threads(m, %s_MAX_THREADS);\n"
+                  "  return rc;\n}\n\n",
+                  p, p, p, P, p, P);
   if (cg_threads(c) > 1)
     cg_buf_printf(&b,
                   "int %s_set_threads(%s_t *m, int n) {\n"
@@ -341,11 +444,11 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                   "  ws = malloc(%s_workspace_size());\n"
                   "  if (!ws) return MG_RT_ENOMEM;\n"
                   "  memset(m, 0, sizeof *m);\n"
-                  "  place_workspace(m, ws);\n"
+                  "  place_workspace(m, ws%s);\n"
                   "  m->owned_workspace = ws;\n"
                   "  m->weights = (const unsigned char *)%s_weights_words;\n"
                   "  return %s_MAX_THREADS > 1 ? %s_set_threads(m, %s_MAX_THREADS) : MG_RT_OK;\n}\n\n",
-                  p, p, p, p, p, P, p, P);
+                  p, p, p, p, sq ? str(c, ", %s_SEQ_MAX", P) : "", p, P, p, P);
   cg_buf_printf(&b,
                 "void %s_free(%s_t *m) {\n"
                 "  if (!m) return;\n  %s\n  free(m->owned_workspace);\n  free(m->owned_weights);\n"
@@ -359,9 +462,10 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "                 void *tctx) {\n"
                 "  unsigned char *A;\n  const unsigned char *W;\n"
                 "  if (!m || !m->arena || (%s_WEIGHTS_BYTES && !m->weights)) return MG_RT_EARG;\n"
+                "%s"
                 "  A = m->arena;\n  W = m->weights;\n  (void)A;\n  (void)W;\n  (void)in;\n  (void)out;\n"
-                "  (void)trace;\n  (void)tctx;\n  m->strings.used = 0;\n",
-                P);
+                "  (void)trace;\n  (void)tctx;\n  m->strings.used = 0;\n%s",
+                P, sq ? "  const int64_t S = m->seq;\n/*@seq-locals@*/\n" : "", sq ? "  (void)S;\n  reset_out_dims(m, S);\n" : "");
   /* the actual dims of the values of run-time length (codegen/c/cg_dynamic.c) */
   if (c->n_rd) cg_buf_printf(&b, "  int64_t rd[%d];\n", c->n_rd);
   if (c->body.s) cg_buf_printf(&b, "%s", c->body.s);

@@ -57,6 +57,10 @@ typedef struct {
                           machine migc runs on, -1 no prepared weights */
   int symbolic_batch;  /* keep a symbolic leading input dim (cg_batch.c) instead of
                           reporting it as a dynamic shape */
+  int64_t seq_max;     /* a symbolic sequence: the longest the generated code takes
+                          (convert --max-seq N; 0: 64) */
+  int seq_symbolic;    /* set by cg_seq.c while it emits one length of a symbolic
+                          sequence: kernel choices must not depend on sizes */
   int threads;         /* --threads N: the most threads model_set_threads may ask for,
                           and how many model_init starts (0 or 1: one, no pthreads) */
   cg_quant *quant;     /* --precision int8: Conv layers with calibrated inputs run

@@ -181,7 +181,9 @@ const char *cg_vout(cg_ctx *c, const mg_value *v) { return pointer(c, v, 1, "voi
 /* A file-scope "static const <type> NAME<rest>;" unless one with the same key
  * exists; returns NAME. */
 static const char *add_static(cg_ctx *c, const char *key, const char *type, const char *rest) {
-  for (int i = 0; i < c->n_statics; i++)
+  /* with a symbolic sequence, two constants that agree at one length only would
+   * give that length a text of its own (cg_seq.c): never shared */
+  for (int i = 0; i < c->n_statics && !c->seq_sym; i++)
     if (!strcmp(c->static_texts[i], key)) return c->static_names[i];
   if (c->n_statics == c->statics_cap) {
     int cap = c->statics_cap ? c->statics_cap * 2 : 256;
@@ -294,7 +296,8 @@ const char *cg_scratch(cg_ctx *c, const char *floats_expr, ...) {
   vsnprintf(buf, sizeof buf, floats_expr, ap);
   va_end(ap);
   int seen = 0;
-  for (int i = 0; i < c->n_scratch && !seen; i++) seen = !strcmp(c->scratch[i], buf);
+  /* never shared with a symbolic sequence: see add_static */
+  for (int i = 0; i < c->n_scratch && !seen && !c->seq_sym; i++) seen = !strcmp(c->scratch[i], buf);
   if (!seen) {
     if (c->n_scratch == c->scratch_cap) {
       int cap = c->scratch_cap ? c->scratch_cap * 2 : 64;
@@ -533,7 +536,7 @@ static int ctx_init(cg_ctx *c, mg_model *m, const cg_options *o, mg_diags *d) {
   return 0;
 }
 
-static void ctx_free(cg_ctx *c) {
+void cg_ctx_free(cg_ctx *c) {
   for (int i = 0; c->prep && i < c->g->n_nodes; i++) mg_free(c->prep[i].data);
   mg_free(c->prep);
   mg_arena_destroy(&c->strings);
@@ -563,7 +566,7 @@ static void ctx_free(cg_ctx *c) {
 }
 
 /* Emits every node and the trailing copies; returns the count of unsupported nodes. */
-static int emit_body(cg_ctx *c) {
+int cg_emit_body(cg_ctx *c) {
   int bad = 0;
   mg_graph *g = c->g;
   for (int i = 0; i < g->n_nodes; i++)
@@ -622,8 +625,7 @@ static void bound_runtime_lengths(cg_ctx *c) {
   }
 }
 
-/* Lowers m and fills c up to the plan; c must be freed with ctx_free either way. */
-static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report *r, mg_diags *d) {
+int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report *r, mg_diags *d) {
   memset(c, 0, sizeof *c);
   mg_arena_init(&c->strings, 1 << 16);
   if (o->symbolic_batch && cg_batch_begin(&c->batch, m, !o->no_fold_bn, d)) {
@@ -643,19 +645,24 @@ static int cg_prepare_ctx(cg_ctx *c, mg_model *m, const cg_options *o, cg_report
 int cg_check_model(mg_model *m, mg_diags *d) {
   cg_options o = {.prefix = "model", .symbolic_batch = 1};
   cg_report r = {0};
+  /* a symbolic sequence is checked as it is emitted: at every length */
+  int seq = cg_seq_emit(m, &o, NULL, &r, d);
+  if (seq != 1) return seq < 0 ? seq : r.n_unsupported;
   cg_ctx c;
   int rc = cg_prepare_ctx(&c, m, &o, &r, d);
-  if (!rc) rc = emit_body(&c);
-  ctx_free(&c);
+  if (!rc) rc = cg_emit_body(&c);
+  cg_ctx_free(&c);
   return rc;
 }
 
 int emit_c(mg_model *m, const cg_options *o, const char *dir, cg_report *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
+  int seq = o->symbolic_batch ? cg_seq_emit(m, o, dir, r, d) : 1;
+  if (seq != 1) return seq;
   cg_ctx c;
   int rc = cg_prepare_ctx(&c, m, o, r, d);
   if (!rc) {
-    r->n_unsupported = emit_body(&c);
+    r->n_unsupported = cg_emit_body(&c);
     for (int i = 0; i < c.g->n_nodes; i++) r->n_nodes += !c.absorbed[i];
     char *model_h = NULL, *model_c = cg_model_sources(&c, &model_h);
     if (!model_c || !model_h || c.body.failed || c.statics.failed) {
@@ -667,6 +674,6 @@ int emit_c(mg_model *m, const cg_options *o, const char *dir, cg_report *r, mg_d
     mg_free(model_c);
     mg_free(model_h);
   }
-  ctx_free(&c);
+  cg_ctx_free(&c);
   return rc;
 }

@@ -5,8 +5,9 @@
 # PyTorch; its arena is the static batch-1 plan's (at most +5%); a batch past the
 # init maximum is an error code, with no output written; a node that mixes batch
 # elements is reported and never run; transformer_encoder's batch, which its
-# attention moves and merges with the heads, is dynamic too; a sequence dim (not a leading one) is still
-# reported as a dynamic shape. The same under ASan+UBSan: migc's conversion and the
+# attention moves and merges with the heads, is dynamic too; with batch and sequence
+# both symbolic, one binary runs seq 5, 9 and 32 at batch 1 and 2 (a seq past the init
+# maximum is an error code, nothing written; the arena at the longest seq is the static plan's). The same under ASan+UBSan: migc's conversion and the
 # generated code. --dynamic INPUT makes a static export's batch symbolic. Fixtures: tests/fixtures/export_dynamic.py, cached in build/fixtures/dyn.
 # usage: tests/e2e/cpu_dynamic.sh BUILD_DIR [ASAN_BUILD_DIR]
 #   CPU_DYNAMIC_MODELS="resnet18 mobilenet_v2" (default resnet18; make test-zoo: both)
@@ -24,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . tests/e2e/check_lib.sh
 if ! nice /usr/bin/python3 tests/fixtures/export_dynamic.py -o $FX \
-       --models "tiny_cnn,batch_mix,transformer_encoder,transformer_encoder_batch,$(echo $MODELS | tr ' ' ,)" > "$work/fx.log" 2>&1; then
+       --models "tiny_cnn,batch_mix,transformer_encoder,transformer_encoder_batch,seq_double,$(echo $MODELS | tr ' ' ,)" > "$work/fx.log" 2>&1; then
   echo "FAIL fixtures: $(tail -3 "$work/fx.log")"
   exit 1
 fi
@@ -75,8 +76,36 @@ check "nodes mixing batch elements (softmax over it, flip, sum over a merge, con
   [ \$(grep -c 'symbolic batch' '$work/mix.log') -eq 4 ] &&
   make -s -C '$work/mix/cpu' >/dev/null && '$work/mix/cpu/runner' --input input=$FX/batch_mix_b3_input.npy --output-dir '$work/mix/o'
   [ \$? -eq 3 ]"
-check "a symbolic sequence dim (not a leading one) is reported as dynamic-shape, never frozen" bash -c "
-  '$MIGC' convert $FX/transformer_encoder_dyn.onnx --cpu-only -o '$work/te' 2>&1 | grep -q 'dynamic-shape: value .* has shape batchxseqx32'"
+# a symbolic sequence (codegen/c/cg_seq.c): batch and seq both symbolic, one binary
+te=$work/te
+check "transformer_encoder, batch and seq dynamic: converts (--strict), every node, seq 2..64 (MODEL_N_DIMS 2)" bash -c "
+  '$MIGC' convert $FX/transformer_encoder_dyn.onnx --cpu-only --strict -o '$te' > '$work/te.log' 2>&1 &&
+  grep -q ', 0 not converted' '$work/te.log' && ! grep -q 'symbolic sequence' '$work/te.log' &&
+  grep -q '#define MODEL_N_DIMS 2' '$te/cpu/model.h' && grep -q '#define MODEL_SEQ_MIN 2' '$te/cpu/model.h' &&
+  grep -q '#define MODEL_SEQ_MAX 64' '$te/cpu/model.h' && make -s -C '$te/cpu' WERROR=-Werror >/dev/null"
+for t in b2s5 b2s9 b2s32 b1s32; do
+  check "transformer_encoder: $t matches torch (one binary)" runs "$te" "${t#b}" transformer_encoder
+done
+check "transformer_encoder: one instance initialised for seq 32 and batch 4 runs b2s9" runs "$te" 2s9 transformer_encoder --max-dim seq=32 --max-dim batch=4
+check "transformer_encoder: seq 32 past an init maximum of 9: exit 3 (MG_RT_EARG), no output written" bash -c "
+  '$te/cpu/runner' --input input=$FX/transformer_encoder_b2s32_input.npy --output-dir '$te/past' --max-dim seq=9 2>'$work/past.log'
+  [ \$? -eq 3 ] && grep -q 'bad argument' '$work/past.log' && [ ! -e '$te/past/output.npy' ]"
+check "transformer_encoder: --max-seq 16, an init maximum of 32 is refused (exit 2), nothing written" bash -c "
+  '$MIGC' convert $FX/transformer_encoder_dyn.onnx --cpu-only --max-seq 16 -o '$work/te16' >/dev/null 2>&1 &&
+  grep -q '#define MODEL_SEQ_MAX 16' '$work/te16/cpu/model.h' && make -s -C '$work/te16/cpu' >/dev/null &&
+  '$work/te16/cpu/runner' --input input=$FX/transformer_encoder_b2s32_input.npy --output-dir '$work/te16/o' 2>/dev/null
+  [ \$? -eq 2 ] && [ ! -e '$work/te16/o/output.npy' ]"
+check "transformer_encoder: arena at the longest seq (64) equals the static plan at 1x64x32, within 5%" bash -c "
+  '$MIGC' convert $FX/transformer_encoder_dyn.onnx --cpu-only --input-shape input=1x64x32 -o '$work/te_static' >/dev/null 2>&1 &&
+  s=\$(sed -n 's/^#define MODEL_ARENA_BYTES \([0-9]*\)u\$/\\1/p' '$work/te_static/cpu/model.h') &&
+  y=\$(sed -n 's/^#define MODEL_ARENA_AT(S) ((size_t)\([0-9]*\)u)\$/\\1/p' '$te/cpu/model.h') && echo \"static \$s dynamic \$y\" &&
+  echo \"transformer_encoder arena at seq 64: static \$s dynamic \$y\" >> '$work/figures' && [ \$((y * 100)) -le \$((s * 105)) ]"
+check "a sequence that no single output axis of length seq holds (2 x seq) stays dynamic-shape, with why, never frozen" bash -c "
+  '$MIGC' convert $FX/seq_double_dyn.onnx --cpu-only -o '$work/sd2' > '$work/sd2.log' 2>&1
+  grep -q \"symbolic sequence 'seq': an input or output holds it otherwise\" '$work/sd2.log' &&
+  grep -q 'dynamic-shape: value .input. has shape batchxseqx4' '$work/sd2.log'"
+check "inspect: the seq dim is no dynamic-shape for the CPU target (cpu 100%)" bash -c "
+  '$MIGC' inspect $FX/transformer_encoder_dyn.onnx 2>&1 | grep -q 'cpu 100%'"
 check "--max-dim on a static model: exit 2" bash -c "
   '$MIGC' convert samples/tiny_cnn.onnx --cpu-only --input-shape input=1x3x32x32 -o '$work/st' >/dev/null 2>&1 &&
   make -s -C '$work/st/cpu' >/dev/null && '$work/st/cpu/runner' --input input=samples/tiny_cnn_input.npy --output-dir '$work/st/o' --max-dim batch=2
@@ -115,6 +144,10 @@ if [ -n "$ASAN" ]; then
   }
   asan tiny_cnn samples/tiny_cnn.onnx logits 5 1 2 5
   asan transformer_encoder_batch $FX/transformer_encoder_batch_dyn.onnx output 5 1s9 5s9
+  asan transformer_encoder $FX/transformer_encoder_dyn.onnx output 2 2s5 2s9 2s32
+  check "ASan+UBSan: transformer_encoder, seq 32 past a maximum of 5 is an error, nothing written" bash -c "
+    '$work/asan_transformer_encoder/cpu/runner' --input input=$FX/transformer_encoder_b2s32_input.npy \
+      --output-dir '$work/asan_te_past' --max-dim seq=5; [ \$? -eq 3 ] && [ ! -e '$work/asan_te_past/output.npy' ]"
 fi
 [ -f "$work/figures" ] && sed 's/^/     /' "$work/figures"
 echo "$pass passed, $fail failed"

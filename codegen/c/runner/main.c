@@ -189,7 +189,8 @@ static void usage(FILE *f) {
 }
 
 /* The leading dim of the .npy at path (0 for a scalar), or -1 if it cannot be read. */
-static long long npy_leading_dim(const char *path) {
+/* Dim axis of an .npy file's shape; -1 when it has none or cannot be read. */
+static long long npy_dim(const char *path, int axis) {
   FILE *f = fopen(path, "rb");
   char header[4096], *p;
   size_t n;
@@ -202,7 +203,11 @@ static long long npy_leading_dim(const char *path) {
   p = strstr(header + 10, "'shape':");
   if (p && (p = strchr(p, '('))) {
     for (p++; *p == ' '; p++) continue;
-    d = *p == ')' ? 0 : *p >= '0' && *p <= '9' ? strtoll(p, NULL, 10) : -1;
+    for (; axis > 0 && *p >= '0' && *p <= '9'; axis--) {
+      while (*p >= '0' && *p <= '9') p++;
+      while (*p == ',' || *p == ' ') p++;
+    }
+    d = axis > 0 ? -1 : *p == ')' ? 0 : *p >= '0' && *p <= '9' ? strtoll(p, NULL, 10) : -1;
   }
   return d;
 }
@@ -589,11 +594,12 @@ int main(int argc, char **argv) {
   void *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
   int n_in = 0, repeat = 0, list = 0, cpu_time = 0, threads = 0, profile_runs = 0, i, rc = 0;
   const mg_rt_model *md = NULL;
-  const char *wfile = NULL, *max_dim = NULL;
+  const char *wfile = NULL, *max_dim[2] = {NULL, NULL};
+  int n_max_dim = 0, d;
   /* a symbolic batch: the actual one, the init maximum, and the batch inputs'
    * and outputs' descriptions at it */
-  int64_t dims[1] = {1}, max_dims[1] = {0};
-  int got_batch = 0;
+  int64_t dims[2] = {1, 1}, max_dims[2] = {0, 0};
+  int got_dim[2] = {0, 0};
   mg_rt_io ios[2 * MAX_IO];
   int64_t *shapes[2 * MAX_IO] = {0};
   char wpath[4096];
@@ -639,8 +645,8 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
       trace_dir = argv[++i];
-    } else if (!strcmp(argv[i], "--max-dim") && i + 1 < argc) {
-      max_dim = argv[++i];
+    } else if (!strcmp(argv[i], "--max-dim") && i + 1 < argc && n_max_dim < 2) {
+      max_dim[n_max_dim++] = argv[++i];
     } else if (!strcmp(argv[i], "--list")) {
       list = 1;
     } else {
@@ -668,44 +674,61 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (i = 0; i < md->n_inputs + md->n_outputs; i++) ios[i] = i < md->n_inputs ? md->inputs[i] : md->outputs[i - md->n_inputs];
-  if (max_dim && (!md->n_dims || strncmp(max_dim, md->dim_names[0], strlen(md->dim_names[0])) ||
-                  max_dim[strlen(md->dim_names[0])] != '=' || (max_dims[0] = atoll(max_dim + strlen(md->dim_names[0]) + 1)) < 1 ||
-                  trace_dir)) {
-    fprintf(stderr, "runner: --max-dim wants %s%s=N (N >= 1), without --trace\n", md->n_dims ? md->dim_names[0] : "",
-            md->n_dims ? "" : "a symbolic dim of the model (it has none)");
-    return 2;
-  }
-  for (i = 0; md->n_dims && i < md->n_inputs; i++) {
-    int j;
-    long long lead = -1;
-    if (!md->in_batch[i]) continue;
-    for (j = 0; j < n_in; j++)
-      if (!strcmp(in_names[j], md->inputs[i].name)) lead = npy_leading_dim(in_paths[j]);
-    if (lead < 1 || (got_batch && lead != dims[0])) {
-      fprintf(stderr, "runner: input '%s': its leading axis is the batch, and %s\n", md->inputs[i].name,
-              lead < 1 ? "its file gives none (or 0)" : "another batch input gives another");
-      rc = 2;
-      goto done;
+  for (d = 0; d < n_max_dim; d++) {
+    int k, hit = -1;
+    for (k = 0; k < md->n_dims && hit < 0; k++) {
+      size_t len = strlen(md->dim_names[k]);
+      if (!strncmp(max_dim[d], md->dim_names[k], len) && max_dim[d][len] == '=') hit = k;
     }
-    dims[0] = lead;
-    got_batch = 1;
+    if (hit < 0 || (max_dims[hit] = atoll(strchr(max_dim[d], '=') + 1)) < 1 || trace_dir) {
+      fprintf(stderr, "runner: --max-dim wants %s%s%s%s=N (N >= 1), without --trace\n",
+              md->n_dims ? md->dim_names[0] : "", md->n_dims > 1 ? " or " : "", md->n_dims > 1 ? md->dim_names[1] : "",
+              md->n_dims ? "" : "a symbolic dim of the model (it has none)");
+      return 2;
+    }
+  }
+  /* the actual dims: the batch leads its inputs, the sequence is at in_seq's axis */
+  for (i = 0; md->n_dims && i < md->n_inputs; i++) {
+    for (d = 0; d < md->n_dims; d++) {
+      int j, axis = d ? md->in_seq[i] : md->in_batch[i] ? 0 : -1;
+      long long got = -1;
+      if (axis < 0) continue;
+      for (j = 0; j < n_in; j++)
+        if (!strcmp(in_names[j], md->inputs[i].name)) got = npy_dim(in_paths[j], axis);
+      if (got < 1 || (got_dim[d] && got != dims[d])) {
+        fprintf(stderr, "runner: input '%s': its axis %d is the symbolic '%s', and %s\n", md->inputs[i].name, axis,
+                md->dim_names[d], got < 1 ? "its file gives none (or 0)" : "another input gives another length");
+        rc = 2;
+        goto done;
+      }
+      dims[d] = got;
+      got_dim[d] = 1;
+    }
   }
   for (i = 0; md->n_dims && i < md->n_inputs + md->n_outputs; i++) {
-    int k;
-    if (!(i < md->n_inputs ? md->in_batch[i] : md->out_batch[i - md->n_inputs]) || ios[i].rank < 1) continue;
+    int k, at_seq = md->n_dims < 2 ? -1 : i < md->n_inputs ? md->in_seq[i] : md->out_seq[i - md->n_inputs];
+    size_t numel = 1, ref = 1;
+    if ((!(i < md->n_inputs ? md->in_batch[i] : md->out_batch[i - md->n_inputs]) && at_seq < 0) || ios[i].rank < 1)
+      continue;
     if (!(shapes[i] = malloc(sizeof(int64_t) * (size_t)ios[i].rank))) {
       rc = 3;
       goto done;
     }
     for (k = 0; k < ios[i].rank; k++) shapes[i][k] = ios[i].shape[k];
-    shapes[i][0] = dims[0];
+    if (i < md->n_inputs ? md->in_batch[i] : md->out_batch[i - md->n_inputs]) shapes[i][0] = dims[0];
+    if (at_seq >= 0) shapes[i][at_seq] = dims[1];
+    for (k = 0; k < ios[i].rank; k++) numel *= (size_t)shapes[i][k], ref *= (size_t)ios[i].shape[k];
     ios[i].shape = shapes[i];
-    ios[i].bytes *= (size_t)dims[0];
+    ios[i].bytes = ref ? ios[i].bytes / ref * numel : 0;
   }
-  if (md->n_dims && !max_dims[0]) max_dims[0] = dims[0];
-  if (md->n_dims && (trace_dir || profile_runs) && dims[0] != 1) { /* run_trace runs batch 1 */
-    fprintf(stderr, "runner: --%s runs batch 1; the inputs hold batch %lld\n", trace_dir ? "trace" : "profile",
-            (long long)dims[0]);
+  for (d = 0; d < md->n_dims; d++)
+    if (!max_dims[d]) max_dims[d] = dims[d];
+  if (md->n_dims && (trace_dir || profile_runs) && (dims[0] != 1 || (md->n_dims > 1 && shapes[0] &&
+                                                                     md->in_seq[0] >= 0 &&
+                                                                     dims[1] != md->inputs[0].shape[md->in_seq[0]]))) {
+    /* run_trace runs the shapes of the model's description */
+    fprintf(stderr, "runner: --%s runs batch 1%s; the inputs hold batch %lld\n", trace_dir ? "trace" : "profile",
+            md->n_dims > 1 ? " at the shortest sequence" : "", (long long)dims[0]);
     rc = 2;
     goto done;
   }
