@@ -38,6 +38,7 @@ test-zoo: setup build
 	@tests/e2e/zoo.sh $(BUILD)
 	@tests/e2e/mindspore_zoo.sh $(BUILD)
 	@MIGC_AMP_SAMPLES=200 tests/e2e/mindspore_amp.sh $(BUILD)
+	@MIGC_CPU16_SAMPLES=200 MIGC_CPU16_ZOO=1 tests/e2e/cpu_precision.sh $(BUILD)
 	@tests/e2e/batch_zoo.sh $(BUILD)
 	@tests/e2e/batch_speed.sh $(BUILD)
 

@@ -116,5 +116,38 @@ fi
 [ $? = 2 ] && grep -q "error\[unsupported\]: --precision fp16 is not yet supported for the ascend target" "$work/a16.log" \
   && ok "--precision fp16 --target ascend: an unsupported error, exit 2" || bad "--target ascend fp16: $(tail -2 "$work/a16.log")"
 
+# migc verify --precision: the converted folder's precision, top-1/top-5, precision= policy rules
+r=build/fixtures/ms_verify/resnet18 vr=$work/vr16
+if "$MIGC" convert $r/model.onnx --weights $r/model.pth --cpu-only --precision fp16 -o $vr > $work/vr.log 2>&1; then
+  "$MIGC" verify $vr --reference $r/ref.npz --backend c --precision fp16 --json $work/v.json > $work/v.log 2>&1
+  rc=$?
+  [ $rc = 0 ] && grep -q "at fp16: mean rel err .*top-1 agreement 100.00%, top-5 100.00% over 1 rows" $work/v.log \
+    && $PY -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+o = j["outputs"][0]
+assert j["precision"] == "fp16" and o["precision"]["top1_agreement"] == 1.0 and o["precision"]["min_top1"] == 0.99, o
+assert o["tolerance"]["min_cosine"] == 0.999 and 0 < o["precision"]["mean_rel_err"] < 1e-2, o' $work/v.json \
+    && ok "verify --precision fp16: resnet18 passes the default 16-bit budget, top-1/top-5 and mean rel err reported" \
+    || bad "verify --precision fp16: exit $rc: $(tail -3 $work/v.log)"
+  printf '<parity-policy>\n  <forward precision="bf16" cosine="0.99999999"/>\n</parity-policy>\n' > $work/pb.xml
+  printf '<parity-policy>\n  <forward precision="fp16" cosine="0.99999999"/>\n</parity-policy>\n' > $work/pf.xml
+  "$MIGC" verify $vr --reference $r/ref.npz --backend c --precision fp16 --policy $work/pb.xml > $work/vb.log 2>&1
+  rb=$?
+  "$MIGC" verify $vr --reference $r/ref.npz --backend c --precision fp16 --policy $work/pf.xml > $work/vf.log 2>&1
+  rf=$?
+  [ $rb = 0 ] && [ $rf = 1 ] && grep -q "FAIL: cosine 0.9999" $work/vf.log \
+    && ok "policy rules with precision= apply at that precision only (bf16 rule ignored: pass; fp16 rule: fail)" \
+    || bad "precision= policy: bf16 rule exit $rb, fp16 rule exit $rf: $(grep -m1 output $work/vf.log)"
+  "$MIGC" verify $vr --reference $r/ref.npz --backend c > $work/vm.log 2>&1
+  rc=$?
+  [ $rc = 2 ] && grep -q "converted with --precision fp16, not fp32" $work/vm.log \
+    && ok "verify of an fp16 folder without --precision fp16: exit 2 naming it" || bad "precision mismatch: exit $rc: $(tail -1 $work/vm.log)"
+else
+  bad "convert $r --precision fp16: $(grep -m1 error $work/vr.log)"
+fi
+"$MIGC" verify $r --precision fp16 > $work/vi.log 2>&1
+[ $? = 2 ] && grep -q "give --backend c" $work/vi.log && ok "verify --precision fp16 with the interpreter backend: exit 2" \
+  || bad "verify --precision --backend interp: $(tail -1 $work/vi.log)"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
