@@ -3,10 +3,12 @@
 #include "mg_runtime.h"
 
 #include <string.h>
-#if defined(__x86_64__) && (defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__))
+#if !defined(MG_RUNTIME_PORTABLE) && defined(__x86_64__) && (defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__))
+#define MG_RT_X86_HALF 1
 #include <immintrin.h>
 #endif
-#if defined(__aarch64__) && defined(__ARM_NEON)
+#if !defined(MG_RUNTIME_PORTABLE) && defined(__aarch64__) && defined(__ARM_NEON)
+#define MG_RT_NEON_HALF 1
 #include <arm_neon.h>
 #endif
 
@@ -99,12 +101,12 @@ uint64_t mg_rt_hash(const void *data, size_t n) {
 void mg_rt_expand_f16(float *dst, const void *src, size_t n) {
   const uint16_t *s = src;
   size_t i = 0;
-#if defined(__x86_64__) && defined(__AVX512F__)
+#if defined(MG_RT_X86_HALF) && defined(__AVX512F__)
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
 #endif
-#if defined(__x86_64__) && defined(__F16C__)
+#if defined(MG_RT_X86_HALF) && defined(__F16C__)
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-#elif defined(__aarch64__) && defined(__ARM_NEON)
+#elif defined(MG_RT_NEON_HALF)
   for (; i + 4 <= n; i += 4) {
     uint16x4_t h = vld1_u16(s + i);
     vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(h)));
@@ -118,12 +120,12 @@ void mg_rt_expand_f16(float *dst, const void *src, size_t n) {
 void mg_rt_expand_bf16(float *dst, const void *src, size_t n) {
   const uint16_t *s = src;
   size_t i = 0;
-#if defined(__x86_64__) && defined(__AVX2__)
+#if defined(MG_RT_X86_HALF) && defined(__AVX2__)
   for (; i + 8 <= n; i += 8) {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
     _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
   }
-#elif defined(__aarch64__) && defined(__ARM_NEON)
+#elif defined(MG_RT_NEON_HALF)
   for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(s + i), 16)));
 #endif
   for (; i < n; i++) dst[i] = mg_rt_bf16_to_f32(s[i]);
