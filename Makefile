@@ -40,6 +40,7 @@ test-zoo: setup build
 	@MIGC_AMP_SAMPLES=200 tests/e2e/mindspore_amp.sh $(BUILD)
 	@MIGC_PRECISION_ZOO=1 tests/e2e/precision_profile.sh $(BUILD)
 	@MIGC_INT8_ZOO=1 MIGC_INT8_CALIB=100 MIGC_INT8_EVAL=500 tests/e2e/int8.sh $(BUILD)
+	@MIGC_CPU16_SAMPLES=200 MIGC_CPU16_ZOO=1 tests/e2e/cpu_precision.sh $(BUILD)
 	@tests/e2e/batch_zoo.sh $(BUILD)
 	@tests/e2e/batch_speed.sh $(BUILD)
 

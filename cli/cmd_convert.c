@@ -84,8 +84,9 @@ static void help(FILE *f) {
           "  --cpu-only             write only cpu/ (no checkpoint or coverage report)\n"
           "  --precision P          fp32 (default), fp16 or bf16: model.ckpt holds the float\n"
           "                         parameters in P, BatchNorm and LayerNorm ones float32, and\n"
-          "                         mindspore/run.py runs at AMP O2 by default; int8 and the\n"
-          "                         cpu and ascend targets' 16-bit code are not supported yet\n"
+          "                         mindspore/run.py runs at AMP O2 by default; cpu/ holds its\n"
+          "                         weights in P, widened per layer, computing in float32\n"
+          "                         (docs/precision.md); ascend's 16-bit code is not supported yet\n"
           "                         int8: the cpu target only, static post-training\n"
           "                         quantisation (docs/precision.md), with one of:\n"
           "  --calibrate PATH       calibration inputs: a folder of .npy files or one .npz\n"
@@ -182,7 +183,8 @@ static void strict_names_coverage(const char *json_path, const char *t) {
  * diagnostic on d. */
 static int write_convert_json(const char *outdir, const char *model, const char *weights, const char *key,
                               const char *targets, const char *precision, const cg_options *o, int cpu_only,
-                              const mg_shape_override *ov, int n_ov, const cg_quant *quant, mg_diags *d) {
+                              const mg_shape_override *ov, int n_ov, const cg_quant *quant, json_t *cpu_precision,
+                              mg_diags *d) {
   char abs_model[PATH_MAX], abs_weights[PATH_MAX], path[PATH_MAX];
   if (!realpath(model, abs_model)) return -1;
   if (weights && !realpath(weights, abs_weights)) return -1;
@@ -196,6 +198,8 @@ static int write_convert_json(const char *outdir, const char *model, const char 
                         targets, "options", "precision", precision, "prefix", o->prefix, "embed_weights", o->embed_weights, "no_fuse", o->no_fuse,
                         "no_fold_bn", o->no_fold_bn, "cpu_only", cpu_only, "input_shapes", shapes);
   if (quant) json_object_set_new(j, "int8", qc_layers_json(quant));
+  if (j && cpu_precision) json_object_set_new(j, "cpu_precision", cpu_precision);
+  else json_decref(cpu_precision);
   snprintf(path, sizeof path, "%s/convert.json", outdir);
   int rc = wt_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, d);
   json_decref(j);
@@ -288,6 +292,7 @@ typedef struct {
   const char *calibrate, *calib_method, *quant_params; /* int8: --calibrate, --calib-method, --quant-params */
   qc_params qp;            /* int8: the activations' scales */
   cg_quant quant;          /* int8: what the C generator did with each layer */
+  cg_report cpu_report;    /* emit_c's, for convert.json's cpu_precision */
   mg_dtype ckpt_float;     /* the checkpoint's float parameters: MG_F16, MG_BF16, or MG_UNDEFINED (as given) */
   mg_shape_override ov[32];
   const char *dynamic[32]; /* --dynamic INPUT: its leading dim becomes the symbolic batch */
@@ -466,11 +471,11 @@ static int parse_args(int argc, char **argv, convert_job *j) {
  * (its diagnostics are on j->d) and returns -1. */
 
 /* What --precision asks of each target, before anything is converted. int8 is
- * the CPU target's (quantise_model); for the Ascend and MindSpore targets it is an
- * unsupported error (no quantised code for them yet): the conversion stops, exit 2. fp16 and bf16 are what the
- * MindSpore target takes (the checkpoint and run.py's AMP level); the CPU code,
- * always written, and the Ascend program stay float32: an unsupported error
- * (exit 2) for a target --target asks for, a warning for cpu/ otherwise. */
+ * the CPU target's (quantise_model); for the Ascend target it is an unsupported
+ * error (no quantised code for it yet): the conversion stops, exit 2. fp16 and
+ * bf16 are what the MindSpore target takes (the checkpoint and run.py's AMP level)
+ * and the CPU code holds its weights in (cg_half.c); the Ascend program stays
+ * float32: an unsupported error (exit 2) when --target asks for it. */
 static int check_precision(convert_job *j) {
   static const char *const names[MAP_TARGET_COUNT] = {[MAP_TARGET_CPU] = "cpu", [MAP_TARGET_ASCEND] = "ascend",
                                                       [MAP_TARGET_MINDSPORE] = "mindspore"};
@@ -490,13 +495,9 @@ static int check_precision(convert_job *j) {
     return 0;
   }
   if (!j->ckpt_float) return 0;
+  j->o.weights16 = j->ckpt_float;
   for (int t = 0; t < MAP_TARGET_COUNT; t++) {
-    if (t == MAP_TARGET_MINDSPORE || (t == MAP_TARGET_ASCEND && !j->want[t])) continue;
-    if (t == MAP_TARGET_CPU && !j->want[t]) {
-      mg_warn(&j->d, UNSUPPORTED, NULL, NULL, "--precision %s: the cpu target is not yet supported at this "
-              "precision; cpu/ holds and computes float32", j->precision);
-      continue;
-    }
+    if (t != MAP_TARGET_ASCEND || !j->want[t]) continue;
     mg_error(&j->d, UNSUPPORTED, NULL, NULL, "--precision %s is not yet supported for the %s target (its code "
              "holds and computes float32)", j->precision, names[t]);
     j->rc = EXIT_BAD_INPUT;
@@ -667,7 +668,9 @@ static int emit_cpu(convert_job *j) {
   snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", j->outdir);
   cg_report r;
   j->first_cpu_diag = j->d.count;
-  if (emit_c(j->m, &j->o, cpu_dir, &r, &j->d)) {
+  int failed = emit_c(j->m, &j->o, cpu_dir, &r, &j->d);
+  j->cpu_report = r;
+  if (failed) {
     j->rc = EXIT_BAD_INPUT;
     return -1;
   }
@@ -679,6 +682,9 @@ static int emit_cpu(convert_job *j) {
           r.n_nodes, r.n_folded, r.n_bn_folded, r.n_fused, r.n_inplace, r.n_unsupported, r.arena_bytes, r.lower_bound,
           r.lower_bound ? (double)r.arena_bytes / (double)r.lower_bound : 1.0, r.weights_bytes, j->t_import - j->t0,
           t_cpu - j->t_import);
+  if (j->o.weights16)
+    fprintf(stderr, "convert: cpu: %d weights in %s; float32 kept: %d small, %d of normalisation layers, %d beyond "
+            "float16's range\n", r.n_w16, j->precision, r.n_w32_small, r.n_w32_norm, r.n_w32_range);
   if (j->strict && j->want[MAP_TARGET_CPU] && r.n_unsupported) {
     strict_names_emitted(&j->d, "cpu", 0);
     j->rc = EXIT_BAD_INPUT;
@@ -839,10 +845,21 @@ static int write_coverage(convert_job *j) {
   return 0;
 }
 
+/* With --precision fp16|bf16: what cpu/ holds in 16 bits and what it keeps in
+ * float32, and why (cg_half.c), for convert.json; NULL at float32. */
+static json_t *cpu_precision_json(const convert_job *j) {
+  const cg_report *r = &j->cpu_report;
+  if (!j->o.weights16) return NULL;
+  return json_pack("{s:s,s:i,s:{s:i,s:i,s:i},s:i,s:s,s:s,s:s}", "weights", j->precision, "weights_16bit", r->n_w16,
+                   "kept_float32", "small", r->n_w32_small, "normalisation", r->n_w32_norm, "beyond_float16_range",
+                   r->n_w32_range, "small_below_elements", CG_W16_MIN, "activations", "float32", "accumulation",
+                   "float32", "expansion", "per layer, into one arena area, just before its kernel");
+}
+
 /* OUTDIR/convert.json, which `migc verify OUTDIR` reads. */
 static int write_record(convert_job *j) {
   if (write_convert_json(j->outdir, j->model, j->weights, j->key, j->targets, j->precision, &j->o, j->cpu_only, j->ov, j->n_ov,
-                         j->o.quant, &j->d))
+                         j->o.quant, cpu_precision_json(j), &j->d))
     j->rc = j->rc ? j->rc : EXIT_BAD_INPUT;
   fprintf(stderr, "convert: wrote %s in %.2f s%s\n", j->outdir, seconds() - j->t0,
           j->rc == EXIT_BAD_INPUT && j->strict ? " (--strict: some nodes were not converted)" : "");

@@ -65,6 +65,12 @@ static void help(FILE *f) {
           "  --no-layers            do not gate on torch's per-module outputs (interp) or\n"
           "                         on the generated code's traced node outputs (c)\n"
           "  --no-localize          skip localisation on failure\n"
+          "  --precision fp16|bf16  (--backend c) the C code converted at that precision\n"
+          "                         (a reference folder is converted with it; an OUTDIR must\n"
+          "                         have been): per output also top-1 and top-5 agreement\n"
+          "                         over its rows; the verdict from the policy's rules for\n"
+          "                         the precision, by default cosine >= 0.999 and top-1\n"
+          "                         >= 99%% (docs/precision.md); no layer gate\n"
           "\n"
           "Exit status: 0 pass, 1 parity failure, 2 bad input.\n");
 }
@@ -180,10 +186,53 @@ static void judge(vctx *v, vresult *r, const mg_array *got, const mg_array *ref,
 
 /* Forward tolerance of an output: policy, then --rtol/--atol on top. */
 static parity_tol forward_tol(const vctx *v, const char *op, const char *output) {
-  parity_tol t = policy_forward(v->policy, v->model_name, op, output);
+  parity_tol t = policy_forward_at(v->policy, v->opt.precision, v->model_name, op, output);
   if (v->opt.rtol >= 0) t.rtol = v->opt.rtol;
   if (v->opt.atol >= 0) t.atol = v->opt.atol;
   return t;
+}
+
+/* Element i of a float32 or float64 array. */
+static double elem(const mg_array *a, int64_t i) {
+  return a->dtype == MG_F64 ? ((const double *)a->data)[i] : (double)((const float *)a->data)[i];
+}
+
+/* --precision: the mean relative error of got, and its top-1 and top-5 agreement
+ * with ref over the rows of a float [samples, classes] output, into r, with the
+ * verdict's top-1 floor. Other outputs have no rows to agree on (topk_rows 0). */
+static void judge_topk(vresult *r, const mg_array *got, const mg_array *ref) {
+  r->mean_rel = -1;
+  if (r->compared && (got->dtype == MG_F32 || got->dtype == MG_F64) && (ref->dtype == MG_F32 || ref->dtype == MG_F64)) {
+    double err = 0, mag = 0;
+    for (int64_t i = 0; i < r->m.n; i++) err += fabs(elem(got, i) - elem(ref, i)), mag += fabs(elem(ref, i));
+    r->mean_rel = mag > 0 ? err / mag : err;
+  }
+  if (!r->compared || got->rank != 2 || (got->dtype != MG_F32 && got->dtype != MG_F64) ||
+      (ref->dtype != MG_F32 && ref->dtype != MG_F64) || got->dims[0] < 1)
+    return;
+  int64_t rows = got->dims[0], cols = 1;
+  for (int k = 1; k < got->rank; k++) cols *= got->dims[k];
+  if (cols < 2) return;
+  int64_t agree1 = 0, agree5 = 0;
+  for (int64_t i = 0; i < rows; i++) {
+    int64_t best_g = 0, best_r = 0, above = 0;
+    for (int64_t j = 1; j < cols; j++) {
+      if (elem(got, i * cols + j) > elem(got, i * cols + best_g)) best_g = j;
+      if (elem(ref, i * cols + j) > elem(ref, i * cols + best_r)) best_r = j;
+    }
+    /* the reference's top-1 is in got's top 5 when fewer than 5 classes score above it */
+    for (int64_t j = 0; j < cols; j++) above += elem(got, i * cols + j) > elem(got, i * cols + best_r);
+    agree1 += best_g == best_r;
+    agree5 += above < 5;
+  }
+  r->topk_rows = rows;
+  r->top1 = (double)agree1 / (double)rows;
+  r->top5 = (double)agree5 / (double)rows;
+  if (r->status == V_PASS && r->tol.min_top1 > 0 && r->top1 < r->tol.min_top1) {
+    r->status = V_FAIL;
+    snprintf(r->why, sizeof r->why, "top-1 agreement %.4f < %g over %lld rows", r->top1, r->tol.min_top1,
+             (long long)rows);
+  }
 }
 
 /* Finds the inputs of the model in the reference (inputs/<name>); 0 or -1. */
@@ -223,6 +272,7 @@ static void compare_outputs(vctx *v, mg_array *outs) {
       continue;
     }
     judge(v, r, &outs[i], ref, 0);
+    if (v->opt.precision) r->precision = v->opt.precision, judge_topk(r, &outs[i], ref);
   }
 }
 
@@ -408,6 +458,14 @@ static int read_convert_json(vctx *v, const char *outdir) {
     json_decref(j);
     return -1;
   }
+  const char *prec = json_string_value(json_object_get(json_object_get(j, "options"), "precision"));
+  const char *want = v->opt.precision ? v->opt.precision : "fp32";
+  if (strcmp(prec ? prec : "fp32", want)) {
+    mg_error(&v->d, USAGE, NULL, NULL, "%s was converted with --precision %s, not %s: convert it again or give "
+             "--precision %s", outdir, prec ? prec : "fp32", want, prec ? prec : "fp32");
+    json_decref(j);
+    return -1;
+  }
   snprintf(v->onnx, sizeof v->onnx, "%s", model);
   json_decref(j);
   snprintf(v->outdir, sizeof v->outdir, "%s", outdir);
@@ -483,6 +541,7 @@ static int parse_args(vctx *v, int argc, char **argv) {
     else if (!strcmp(a, "--grad")) v->opt.grad = 1;
     else if (!strcmp(a, "--no-localize")) v->opt.no_localize = 1;
     else if (!strcmp(a, "--no-layers")) v->opt.no_layers = 1;
+    else if (!strcmp(a, "--precision") && more) v->opt.precision = argv[++i];
     else if ((!strcmp(a, "--rtol") || !strcmp(a, "--atol")) && more) {
       char *end;
       double x = strtod(argv[++i], &end);
@@ -522,6 +581,18 @@ static int parse_args(vctx *v, int argc, char **argv) {
                     "interp or mindspore-emu backend)\n");
     return -1;
   }
+  if (v->opt.precision && !strcmp(v->opt.precision, "fp32")) v->opt.precision = NULL;
+  if (v->opt.precision && strcmp(v->opt.precision, "fp16") && strcmp(v->opt.precision, "bf16")) {
+    fprintf(stderr, "migc verify: --precision must be fp32, fp16 or bf16, got '%s'\n", v->opt.precision);
+    return -1;
+  }
+  if (v->opt.precision && strcmp(v->opt.backend, "c")) {
+    fprintf(stderr, "migc verify: --precision %s runs the generated C code: give --backend c (the %s backend "
+                    "runs float32 only)\n", v->opt.precision, v->opt.backend);
+    return -1;
+  }
+  /* 16-bit weights move every traced node's output past the float32 layer gate */
+  if (v->opt.precision) v->opt.no_layers = 1, v->opt.no_localize = 1;
   if (!v->opt.ckpt != !v->opt.map) {
     fprintf(stderr, "migc verify: --ckpt and --weights-map go together\n");
     return -1;

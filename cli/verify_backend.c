@@ -75,6 +75,7 @@ static int project_dir(vctx *v, const char *sub, char *dir, size_t n) {
   /* its own scratch folder, converted once per backend: --force */
   argv[a++] = "convert", argv[a++] = v->onnx, argv[a++] = "-o", argv[a++] = out, argv[a++] = "--force";
   if (!ascend) argv[a++] = "--cpu-only";
+  if (v->opt.precision) argv[a++] = "--precision", argv[a++] = (char *)v->opt.precision;
   else {
     argv[a++] = "--target", argv[a++] = "ascend";
     if (v->pth[0]) argv[a++] = "--weights", argv[a++] = v->pth;

@@ -28,6 +28,10 @@ typedef struct {
   parity_tol tol;
   parity_metrics m;
   int compared;     /* metrics are valid */
+  int64_t topk_rows; /* --precision: samples (rows) top1/top5 were counted over; 0: none */
+  double top1, top5; /* shares of rows whose argmax agrees / lies in the top 5 */
+  double mean_rel;   /* --precision: mean |got - ref| / mean |ref| (-1: not a float output) */
+  const char *precision; /* --precision the row was judged at (NULL: fp32) */
   int members;      /* groups: parameters in the group */
   char why[768];    /* reason for a failure or an error */
   const mg_array *got, *ref; /* parameter gradients, kept for grouping (into v->grads, v->ref) */
@@ -37,6 +41,7 @@ typedef struct {
 
 typedef struct {
   const char *target, *backend, *policy, *junit, *json, *map, *ckpt;
+  const char *precision; /* --precision fp16|bf16 (NULL: fp32): the C code converted at it */
   double rtol, atol; /* -1: from the policy/defaults */
   int grad, no_localize, no_layers;
   int force; /* --force: replace existing --json / --junit reports */

@@ -31,6 +31,13 @@ static void row(const vresult *r) {
          r->m.ulp_max, 100 * r->m.frac_over, noise, status_name(r->status));
   if (r->status != V_PASS) printf(": %s", r->why);
   printf("\n");
+  if (r->precision && r->mean_rel >= 0) {
+    printf("%-10s at %s: mean rel err %.3g", "", r->precision, r->mean_rel);
+    if (r->topk_rows)
+      printf(", top-1 agreement %.2f%%, top-5 %.2f%% over %lld rows", 100 * r->top1, 100 * r->top5,
+             (long long)r->topk_rows);
+    printf("\n");
+  }
 }
 
 static void header(void) {
@@ -39,7 +46,8 @@ static void header(void) {
 }
 
 void verify_print(const vctx *v) {
-  printf("migc verify: %s (%s) against %s, backend %s\n", v->model_name, v->onnx, v->reference, v->opt.backend);
+  printf("migc verify: %s (%s) against %s, backend %s%s%s\n", v->model_name, v->onnx, v->reference, v->opt.backend,
+         v->opt.precision ? ", precision " : "", v->opt.precision ? v->opt.precision : "");
   header();
   int passed = 0, total = 0;
   for (int i = 0; i < v->n_res; i++) {
@@ -117,6 +125,13 @@ static json_t *result_json(const vresult *r) {
   if (r->init[0]) json_object_set_new(j, "initializer", json_string(r->init));
   if (r->kind == V_PARAM_GRAD || r->kind == V_GROUP) json_object_set_new(j, "module", json_string(r->group));
   if (r->kind == V_GROUP) json_object_set_new(j, "parameters", json_integer(r->members));
+  if (r->precision) {
+    json_t *p = json_pack("{s:s,s:f}", "precision", r->precision, "mean_rel_err", r->mean_rel);
+    if (r->topk_rows)
+      json_object_update_new(p, json_pack("{s:I,s:f,s:f,s:f}", "rows", (json_int_t)r->topk_rows, "top1_agreement",
+                                          r->top1, "top5_agreement", r->top5, "min_top1", r->tol.min_top1));
+    json_object_set_new(j, "precision", p);
+  }
   return j;
 }
 
@@ -134,6 +149,7 @@ int verify_write_json(vctx *v) {
   json_object_set_new(o, "onnx", json_string(v->onnx));
   json_object_set_new(o, "reference", json_string(v->reference));
   json_object_set_new(o, "backend", json_string(v->opt.backend));
+  json_object_set_new(o, "precision", json_string(v->opt.precision ? v->opt.precision : "fp32"));
   json_object_set_new(o, "verdict", json_string(all_pass(v) ? "pass" : "fail"));
   json_t *outs = json_array(), *ig = json_array(), *pg = json_array(), *groups = json_array();
   for (int i = 0; i < v->n_res; i++) {

@@ -3,6 +3,14 @@
 #include "mg_runtime.h"
 
 #include <string.h>
+#if !defined(MG_RUNTIME_PORTABLE) && defined(__x86_64__) && (defined(__F16C__) || defined(__AVX2__) || defined(__AVX512F__))
+#define MG_RT_X86_HALF 1
+#include <immintrin.h>
+#endif
+#if !defined(MG_RUNTIME_PORTABLE) && defined(__aarch64__) && defined(__ARM_NEON)
+#define MG_RT_NEON_HALF 1
+#include <arm_neon.h>
+#endif
 
 size_t mg_rt_dtype_size(mg_rt_dtype t) {
   switch (t) {
@@ -85,4 +93,47 @@ uint64_t mg_rt_hash(const void *data, size_t n) {
   }
   for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
+}
+
+/* Element i of 16-bit data at any alignment. */
+static uint16_t half_at(const unsigned char *s, size_t i) {
+  uint16_t h;
+  memcpy(&h, s + 2 * i, 2);
+  return h;
+}
+
+/* Every half in 8 lanes at once where the build has F16C (AVX-512: 16 lanes),
+ * NEON's fcvtl on aarch64, the scalar conversion elsewhere: all exact, so each
+ * path gives the same floats. */
+void mg_rt_expand_f16(float *dst, const void *src, size_t n) {
+  const unsigned char *s = src;
+  size_t i = 0;
+#if defined(MG_RT_X86_HALF) && defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + 2 * i))));
+#endif
+#if defined(MG_RT_X86_HALF) && defined(__F16C__)
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 2 * i))));
+#elif defined(MG_RT_NEON_HALF)
+  for (; i + 4 <= n; i += 4) {
+    uint16x4_t h = vreinterpret_u16_u8(vld1_u8(s + 2 * i));
+    vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(h)));
+  }
+#endif
+  for (; i < n; i++) dst[i] = mg_rt_f16_to_f32(half_at(s, i));
+}
+
+/* bfloat16 is float32's top half: a 16-bit shift per element (AVX2 and NEON
+ * widen and shift 8 or 4 lanes), exact. */
+void mg_rt_expand_bf16(float *dst, const void *src, size_t n) {
+  const unsigned char *s = src;
+  size_t i = 0;
+#if defined(MG_RT_X86_HALF) && defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + 2 * i)));
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+  }
+#elif defined(MG_RT_NEON_HALF)
+  for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vreinterpretq_f32_u32(vshll_n_u16(vreinterpret_u16_u8(vld1_u8(s + 2 * i)), 16)));
+#endif
+  for (; i < n; i++) dst[i] = mg_rt_bf16_to_f32(half_at(s, i));
 }

@@ -58,6 +58,11 @@ float mg_rt_f16_to_f32(uint16_t h);
 uint16_t mg_rt_f32_to_f16(float f);
 float mg_rt_bf16_to_f32(uint16_t h);
 uint16_t mg_rt_f32_to_bf16(float f);
+/* n float16 (or bfloat16) bit patterns at src (any alignment) widened to float32
+ * at dst, exactly: how a model converted with --precision fp16|bf16 reads its
+ * 16-bit weights just before the kernel that uses them. */
+void mg_rt_expand_f16(float *dst, const void *src, size_t n);
+void mg_rt_expand_bf16(float *dst, const void *src, size_t n);
 
 /* A generated model as the runner sees it (one per model in a project; the
  * conformance runner links many). Shapes are static but for a symbolic batch and sequence. Functions return 0 on

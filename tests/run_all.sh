@@ -101,6 +101,7 @@ suite "Ascend: a roi_align detection head through aclnnRoiAlign, and through the
 suite "MindSpore net.py through the stand-in agrees with torch (tiny_cnn, resnet18, mobilenet_v2)" bash tests/e2e/mindspore_net.sh "$BUILD"
 suite "MindSpore verify --backend mindspore-emu: forward and gradients through the stand-in, mutations fail" bash tests/e2e/mindspore_verify.sh "$BUILD"
 suite "MindSpore AMP O0-O3 and --precision fp16 through the stand-in against fp32 torch (cosine, top-1, fp16 checkpoint; BatchNorm in fp16 fails)" bash tests/e2e/mindspore_amp.sh "$BUILD"
+suite "CPU --precision fp16/bf16: 16-bit weights widened per layer against fp32 torch (cosine, top-1, half-size weights file, precision in the header), verify --precision" bash tests/e2e/cpu_precision.sh "$BUILD"
 suite "MindSpore custom ops: nodes without a rule run as ops.Custom AOT CPU kernels through the stand-in" bash tests/e2e/mindspore_custom.sh "$BUILD"
 suite "coverage says what convert does (zoo both styles, conformance; with and without --input-shape)" bash tests/e2e/coverage_agreement.sh "$BUILD"
 suite "coverage: zoo and node reports, honesty, rules errors, HTML" bash tests/e2e/coverage.sh "$BUILD"

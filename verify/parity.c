@@ -108,7 +108,7 @@ int parity_passes(const parity_metrics *m, const parity_tol *tol, int grad, char
     return 0;
   }
   if (tol->min_cosine >= 0 && !(m->cosine >= tol->min_cosine)) {
-    if (why) snprintf(why, n, "cosine %.9f < %g", m->cosine, tol->min_cosine);
+    if (why) snprintf(why, n, "cosine %.9f < %.9g", m->cosine, tol->min_cosine);
     return 0;
   }
   if (grad && tol->max_rel_norm >= 0 && !(m->rel_norm <= tol->max_rel_norm + tol->noise_mult * tol->noise)) {

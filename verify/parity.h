@@ -45,6 +45,9 @@ typedef struct {
    * rel-norm ceiling (gradients), since no float32 result can be held closer to
    * torch's than torch is to exact arithmetic. */
   double noise, noise_mult;
+  /* verify --precision: the least share of samples (rows of a [samples, classes] output)
+   * whose argmax agrees with the reference's; 0 or less: not checked */
+  double min_top1;
 } parity_tol;
 
 /* Layer-by-layer (verify/localize.h): an intermediate (a torch module's output, a

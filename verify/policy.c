@@ -17,7 +17,8 @@ typedef struct {
   rule_kind kind;
   char *model;     /* fnmatch pattern, NULL: every model */
   char *key;       /* op type, output name or parameter pattern */
-  double rtol, atol, cosine, rel_norm, noise; /* NAN: not set by this rule (noise: the multiple) */
+  char *precision; /* precision= (forward, op, output): the rule applies only at it; NULL: at all */
+  double rtol, atol, cosine, rel_norm, noise, top1; /* NAN: not set by this rule (noise: the multiple) */
 } rule;
 
 struct parity_policy {
@@ -27,7 +28,7 @@ struct parity_policy {
 
 void policy_free(parity_policy *p) {
   if (!p) return;
-  for (int i = 0; i < p->n; i++) mg_free(p->rules[i].model), mg_free(p->rules[i].key);
+  for (int i = 0; i < p->n; i++) mg_free(p->rules[i].model), mg_free(p->rules[i].key), mg_free(p->rules[i].precision);
   mg_free(p->rules);
   mg_free(p);
 }
@@ -51,7 +52,8 @@ static char *dup(const char *s) {
 static int read_rule(const char *path, xmlNode *x, rule_kind kind, const char *model, rule *r, mg_diags *d) {
   memset(r, 0, sizeof *r);
   r->kind = kind;
-  r->rtol = r->atol = r->cosine = r->rel_norm = r->noise = NAN;
+  r->rtol = r->atol = r->cosine = r->rel_norm = r->noise = r->top1 = NAN;
+  const int forward_kind = kind == R_FORWARD || kind == R_OP || kind == R_OUTPUT;
   const char *key_attr = kind == R_OP ? "type" : kind == R_OUTPUT ? "name" : kind == R_PARAM ? "match" : NULL;
   for (xmlAttr *a = x->properties; a; a = a->next) {
     const char *name = (const char *)a->name;
@@ -59,7 +61,7 @@ static int read_rule(const char *path, xmlNode *x, rule_kind kind, const char *m
     const char *s = v ? (const char *)v : "";
     double *slot = !strcmp(name, "rtol") ? &r->rtol : !strcmp(name, "atol") ? &r->atol
                  : !strcmp(name, "cosine") ? &r->cosine : !strcmp(name, "rel-norm") ? &r->rel_norm
-                 : !strcmp(name, "noise") ? &r->noise : NULL;
+                 : !strcmp(name, "noise") ? &r->noise : forward_kind && !strcmp(name, "top1") ? &r->top1 : NULL;
     char problem[300] = "";
     if (slot) {
       char *end;
@@ -68,13 +70,18 @@ static int read_rule(const char *path, xmlNode *x, rule_kind kind, const char *m
         snprintf(problem, sizeof problem, "<%s %s=\"%.200s\">: not a non-negative number", x->name, name, s);
     } else if (key_attr && !strcmp(name, key_attr) && !r->key) {
       r->key = dup(s);
+    } else if (forward_kind && !strcmp(name, "precision") && !r->precision) {
+      if (strcmp(s, "fp32") && strcmp(s, "fp16") && strcmp(s, "bf16") && strcmp(s, "int8"))
+        snprintf(problem, sizeof problem, "<%s precision=\"%.200s\">: not fp32, fp16, bf16 or int8", x->name, s);
+      else r->precision = dup(s);
     } else {
       snprintf(problem, sizeof problem, "<%s>: unknown attribute '%s'", x->name, name);
     }
     xmlFree(v);
     if (problem[0]) {
       mg_free(r->key);
-      r->key = NULL;
+      mg_free(r->precision);
+      r->key = r->precision = NULL;
       FAIL(x, "%s", problem);
     }
   }
@@ -119,7 +126,7 @@ static int read_rules(const char *path, xmlNode *parent, const char *model, pari
       rule r;
       if (read_rule(path, x, k, model, &r, d)) return -1;
       if (push(p, &r)) {
-        mg_free(r.key), mg_free(r.model);
+        mg_free(r.key), mg_free(r.model), mg_free(r.precision);
         mg_error(d, OOM, NULL, NULL, "%s: no memory", path);
         return -1;
       }
@@ -158,34 +165,43 @@ static void apply(parity_tol *t, const rule *r) {
   if (!isnan(r->cosine)) t->min_cosine = r->cosine;
   if (!isnan(r->rel_norm)) t->max_rel_norm = r->rel_norm;
   if (!isnan(r->noise)) t->noise_mult = r->noise;
+  if (!isnan(r->top1)) t->min_top1 = r->top1;
 }
 
 /* Applies the rules of `kind` matching key, global ones first, then model ones. */
 static void apply_level(const parity_policy *p, parity_tol *t, rule_kind kind, const char *model, const char *key,
-                        int key_is_pattern) {
+                        int key_is_pattern, const char *precision) {
   for (int scoped = 0; scoped < 2; scoped++)
     for (int i = 0; i < p->n; i++) {
       const rule *r = &p->rules[i];
       if (r->kind != kind || (r->model != NULL) != scoped) continue;
       if (r->model && (!model || fnmatch(r->model, model, 0))) continue;
       if (r->key && (!key || (key_is_pattern ? fnmatch(r->key, key, 0) : strcmp(r->key, key)))) continue;
+      if (r->precision && strcmp(r->precision, precision ? precision : "fp32")) continue;
       apply(t, r);
     }
 }
 
 parity_tol policy_forward(const parity_policy *p, const char *model, const char *op, const char *output) {
+  return policy_forward_at(p, NULL, model, op, output);
+}
+
+parity_tol policy_forward_at(const parity_policy *p, const char *precision, const char *model, const char *op,
+                             const char *output) {
   parity_tol t = parity_default_forward();
+  if (precision && strcmp(precision, "fp32")) /* issue 17's acceptance budget */
+    t = (parity_tol){.rtol = -1, .atol = -1, .min_cosine = 0.999, .max_rel_norm = -1, .min_top1 = 0.99};
   if (!p) return t;
-  apply_level(p, &t, R_FORWARD, model, NULL, 0);
-  apply_level(p, &t, R_OP, model, op, 0);
-  apply_level(p, &t, R_OUTPUT, model, output, 0);
+  apply_level(p, &t, R_FORWARD, model, NULL, 0, precision);
+  apply_level(p, &t, R_OP, model, op, 0, precision);
+  apply_level(p, &t, R_OUTPUT, model, output, 0, precision);
   return t;
 }
 
 parity_tol policy_grad(const parity_policy *p, const char *model, const char *name) {
   parity_tol t = parity_default_grad();
   if (!p) return t;
-  apply_level(p, &t, R_GRAD, model, NULL, 0);
-  apply_level(p, &t, R_PARAM, model, name, 1);
+  apply_level(p, &t, R_GRAD, model, NULL, 0, NULL);
+  apply_level(p, &t, R_PARAM, model, name, 1, NULL);
   return t;
 }

@@ -28,13 +28,16 @@ typedef struct {
   int index;       /* INPUT/OUTPUT */
   size_t offset;   /* WEIGHT/ARENA */
   int root;        /* ARENA: value id of the buffer's owner (views and in-place share it) */
+  int w16;         /* WEIGHT: held in cg_options.weights16, expanded per step (cg_half.c) */
 } cg_place;
 
 
 /* One node's weights as prepared at conversion (cg_prepare.c). */
 typedef struct {
   float *data;     /* mg_malloc'd; NULL: the node has none */
-  size_t nbytes;
+  size_t nbytes;   /* in the payload: floats * 2 when w16 */
+  size_t floats;
+  int w16;         /* held in cg_options.weights16 */
   size_t offset;   /* in the weights payload, set by cg_plan */
   int kind, mr;    /* mg_conv_prep (or CG_PREP_Q8), panel height */
   float q_scale;   /* CG_PREP_Q8: the input's quantisation (mg_q8_conv_params) */
@@ -115,6 +118,9 @@ struct cg_ctx {
   const char *seq_sym;    /* NULL: none */
   int64_t seq_now, seq_lo, seq_hi; /* this length; the range the merged code takes */
   const signed char *io_seq; /* by graph input, then output: the sequence's axis, -1 none */
+  size_t w16_base;        /* arena offset of the 16-bit weights' expansion area */
+  struct { size_t woff, aoff; } w16_slot[16]; /* the current step's expanded weights */
+  int n_w16_slot;
   const mg_node *cur;     /* node being emitted */
   int cur_failed;
 };
@@ -157,6 +163,23 @@ int cg_elementwise_op(mg_op op);
  * buffers, arena_bytes, lower_bound, weights_bytes). */
 int cg_fuse(cg_ctx *c, cg_report *r);
 int cg_plan(cg_ctx *c, cg_report *r);
+/* The node whose step computes n: n, or the producer n was fused into. */
+int cg_step_of(const cg_ctx *c, const mg_node *n);
+/* 16-bit weights (cg_half.c). Whether float32 constant x is held in 16 bits;
+ * counts the kept-float32 reasons in r. norm_read: x is read by a normalisation. */
+int cg_w16_choose(cg_ctx *c, const mg_value *x, int norm_read, cg_report *r);
+/* Bytes of float32 the step of node n widens its 16-bit weights into (0: none). */
+size_t cg_w16_step_bytes(cg_ctx *c, const mg_node *n);
+/* Before node n's code: widens each 16-bit weight its step reads into the area at
+ * w16_base and records where (w16_slot), so cg_in and cg_prepared point there. */
+void cg_w16_emit(cg_ctx *c, const mg_node *n);
+/* The float32 expansion of the 16-bit weight at payload offset woff in the current
+ * step, as C; "0" and a failed node when the step did not expand it. */
+const char *cg_w16_at(cg_ctx *c, size_t woff, const char *type);
+/* Payload writer's view: calls emit over n floats of src (any alignment) as the
+ * 16-bit type t, in chunks. */
+void cg_w16_payload(mg_dtype t, const void *src, size_t n, void (*emit)(void *, const unsigned char *, size_t),
+                    void *ctx);
 /* Prepares, before the plan, the weights of the layers whose kernels read them in
  * a layout of their own (Conv: runtime mg_conv2d_prepare), so no call repacks
  * them; the plan then places the prepared bytes instead of the graph's. 0, or -1

@@ -144,8 +144,8 @@ int cg_fuse(cg_ctx *c, cg_report *r) {
   return 0;
 }
 
-/* The step at which a node runs: an absorbed activation runs with its producer. */
-static int step_of(cg_ctx *c, const mg_node *n) {
+/* An absorbed activation runs with its producer. */
+int cg_step_of(const cg_ctx *c, const mg_node *n) {
   if (!c->absorbed[n->id]) return n->id;
   for (const mg_node *p = n; p;) {
     const mg_value *in = p->in[0];
@@ -167,10 +167,19 @@ int cg_plan(cg_ctx *c, cg_report *r) {
     mg_free(last);
     return -1;
   }
+  char *norm_read = mg_calloc((size_t)nv + 1, 1);
+  if (!norm_read) {
+    mg_free(last);
+    return -1;
+  }
   for (int v = 0; v < nv; v++) last[v] = -1;
   for (int i = 0; i < g->n_nodes; i++) {
     const mg_node *n = g->nodes[i];
-    int s = step_of(c, n);
+    int s = cg_step_of(c, n);
+    int norm = n->op == MG_OP_BatchNormalization || n->op == MG_OP_LayerNormalization ||
+               n->op == MG_OP_GroupNormalization || n->op == MG_OP_InstanceNormalization;
+    for (int k = 0; norm && k < n->n_in; k++)
+      if (n->in[k] && n->in[k]->id >= 0 && n->in[k]->id < nv) norm_read[n->in[k]->id] = 1;
     for (int k = 0; k < n->n_in; k++) {
       /* a weight the node reads prepared (cg_prepare.c) is not read as it is */
       if (k == 1 && c->prep && c->prep[i].data) continue;
@@ -188,12 +197,16 @@ int cg_plan(cg_ctx *c, cg_report *r) {
     if (x->data && x->dtype != MG_STRING && (last[v] >= 0 || graph_output_index(g, x) >= 0)) {
       c->place[v].at = CG_AT_WEIGHT;
       c->place[v].offset = woff;
-      woff += round_up(x->nbytes ? x->nbytes : 1);
+      c->place[v].w16 = graph_output_index(g, x) < 0 && cg_w16_choose(c, x, norm_read[v], r);
+      size_t bytes = c->place[v].w16 ? (size_t)cg_numel(x) * 2 : x->nbytes;
+      woff += round_up(bytes ? bytes : 1);
     }
   }
+  mg_free(norm_read);
   /* then the prepared weights, in node order (cg_project.c writes them so) */
   for (int i = 0; c->prep && i < g->n_nodes; i++)
     if (c->prep[i].data) {
+      r->n_w16 += c->prep[i].w16;
       c->prep[i].offset = woff;
       woff += round_up(c->prep[i].nbytes);
     }
@@ -266,7 +279,14 @@ int cg_plan(cg_ctx *c, cg_report *r) {
   size_t total = cg_assign_offsets(c->buffers, nb);
   mg_free(last);
   if (total == (size_t)-1) return -1;
-  c->arena_bytes = total;
+  /* the 16-bit weights' expansion area, after every buffer: one step's worth */
+  size_t w16_most = 0;
+  for (int i = 0; c->o->weights16 && i < g->n_nodes; i++) {
+    size_t b = c->absorbed[i] ? 0 : cg_w16_step_bytes(c, g->nodes[i]);
+    if (b > w16_most) w16_most = b;
+  }
+  c->w16_base = round_up(total);
+  c->arena_bytes = w16_most ? c->w16_base + w16_most : total;
   size_t lb = cg_plan_lower_bound(c->buffers, nb, g->n_nodes);
   c->lower_bound = lb;
   for (int v = 0; v < nv; v++)

@@ -105,6 +105,15 @@ static float *prepare_b(const mg_node *n, int64_t N, int64_t K, int tB, int nr, 
   return out;
 }
 
+/* The entry for prepared panels of floats floats: held in 16 bits under
+ * --precision fp16|bf16 (all panels are of large weights, CG_W16_MIN or more,
+ * but for a tiny layer's, kept float32 like its unprepared weights would be). */
+static cg_prep prep_entry(const cg_ctx *c, float *data, size_t floats, int kind, int mr) {
+  int w16 = c->o->weights16 && floats >= CG_W16_MIN;
+  return (cg_prep){.data = data, .floats = floats, .nbytes = floats * (w16 ? 2 : sizeof(float)), .w16 = w16,
+                   .kind = kind, .mr = mr};
+}
+
 int cg_prepare_weights(cg_ctx *c) {
   const mg_graph *g = c->g;
   const int mr = c->o->pack_mr > 0 ? c->o->pack_mr : host_mr();
@@ -126,7 +135,7 @@ int cg_prepare_weights(cg_ctx *c) {
       size_t floats;
       float *out = prepare_b(n, N, K, tB, nr, &floats);
       if (!out) return -1;
-      c->prep[i] = (cg_prep){.data = out, .nbytes = floats * sizeof(float), .kind = 1, .mr = nr};
+      c->prep[i] = prep_entry(c, out, floats, 1, nr);
       c->n_prep++;
       continue;
     }
@@ -145,7 +154,7 @@ int cg_prepare_weights(cg_ctx *c) {
     memcpy(w, n->in[1]->data, n->in[1]->nbytes);
     mg_conv2d_prepare(&p, w, out);
     mg_free(w);
-    c->prep[i] = (cg_prep){.data = out, .nbytes = floats * sizeof(float), .kind = p.prepared, .mr = mr};
+    c->prep[i] = prep_entry(c, out, floats, p.prepared, mr);
     c->n_prep++;
   }
   return 0;
@@ -156,6 +165,7 @@ const char *cg_prepared(cg_ctx *c, const mg_node *n, int *kind, int *mr) {
   *kind = 0, *mr = 0;
   if (!p || !p->data) return NULL;
   *kind = p->kind, *mr = p->mr;
+  if (p->w16) return cg_w16_at(c, p->offset, "float");
   return str(c, "((const float *)(W + %zu))", p->offset);
 }
 

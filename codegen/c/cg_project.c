@@ -16,8 +16,10 @@
 #endif
 
 /* Payload offset in the weights file; the header is magic, payload bytes, hash,
- * and the version of the prepared-weights layout (MG_RT_PACK_VERSION, 0 when no
- * weights are prepared). */
+ * the version of the prepared-weights layout (MG_RT_PACK_VERSION, 0 when no
+ * weights are prepared), and the precision the weights are held in (0 float32,
+ * else the dtype number of cg_options.weights16): model_init refuses a file
+ * whose precision is not the one its code reads (MG_RT_EFORMAT). */
 #define WEIGHTS_HEADER 64
 
 const char *cg_source_dir(void) {
@@ -358,7 +360,7 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  f = fopen(path, \"rb\");\n  if (!f) return MG_RT_EIO;\n"
                 "  if (fread(head, 1, sizeof head, f) != sizeof head || memcmp(head, \"MIGCWTS1\", 8) ||\n"
                 "      read_le64(head + 8) != (uint64_t)%s_WEIGHTS_BYTES || read_le64(head + 16) != 0x%016llxull ||\n"
-                "      read_le64(head + 24) != %du) {\n"
+                "      read_le64(head + 24) != %du || read_le64(head + 32) != %du) {\n"
                 "    fclose(f);\n    return MG_RT_EFORMAT;\n  }\n"
                 "  m->owned_weights = malloc((size_t)%s_WEIGHTS_BYTES + 64);\n"
                 "  if (!m->owned_weights) { fclose(f); return MG_RT_ENOMEM; }\n"
@@ -369,7 +371,8 @@ char *cg_model_sources(cg_ctx *c, char **model_h) {
                 "  if (mg_rt_hash(data, %s_WEIGHTS_BYTES) != 0x%016llxull) {\n"
                 "    free(m->owned_weights);\n    m->owned_weights = 0;\n    return MG_RT_EFORMAT;\n  }\n"
                 "  m->weights = data;\n  return MG_RT_OK;\n}\n\n",
-                p, WEIGHTS_HEADER, P, P, (unsigned long long)hash, c->n_prep ? MG_RT_PACK_VERSION : 0, P, P,
+                p, WEIGHTS_HEADER, P, P, (unsigned long long)hash, c->n_prep ? MG_RT_PACK_VERSION : 0,
+                (unsigned)c->o->weights16, P, P,
                 P, P, (unsigned long long)hash);
   /* prepared weights are read by the runtime's kernels in layout
    * MG_RT_PACK_VERSION as of this conversion: a runtime of another version would
@@ -545,6 +548,12 @@ static void for_payload(cg_ctx *c, void (*emit)(void *ctx, const unsigned char *
     for (; pos < c->place[v].offset; pos += 64)
       emit(ctx, zeros, c->place[v].offset - pos < 64 ? c->place[v].offset - pos : 64);
     pos = c->place[v].offset;
+    if (c->place[v].w16) {
+      size_t n = (size_t)cg_numel(g->values[v]);
+      cg_w16_payload(c->o->weights16, g->values[v]->data, n, emit, ctx);
+      pos += n * 2;
+      continue;
+    }
     emit(ctx, g->values[v]->data, g->values[v]->nbytes);
     pos += g->values[v]->nbytes;
   }
@@ -554,7 +563,8 @@ static void for_payload(cg_ctx *c, void (*emit)(void *ctx, const unsigned char *
     if (!pr->data) continue;
     for (; pos < pr->offset; pos += 64) emit(ctx, zeros, pr->offset - pos < 64 ? pr->offset - pos : 64);
     pos = pr->offset;
-    emit(ctx, (const unsigned char *)pr->data, pr->nbytes);
+    if (pr->w16) cg_w16_payload(c->o->weights16, pr->data, pr->floats, emit, ctx);
+    else emit(ctx, (const unsigned char *)pr->data, pr->nbytes);
     pos += pr->nbytes;
   }
   for (; pos < c->weights_bytes; pos += 64) emit(ctx, zeros, c->weights_bytes - pos < 64 ? c->weights_bytes - pos : 64);
@@ -608,6 +618,7 @@ static int write_weights(cg_ctx *c, const char *dir, const char *p, uint64_t has
   put_le64(head + 8, c->weights_bytes);
   put_le64(head + 16, hash);
   put_le64(head + 24, c->n_prep ? MG_RT_PACK_VERSION : 0);
+  put_le64(head + 32, (uint64_t)c->o->weights16);
   fwrite(head, 1, sizeof head, f);
   for_payload(c, emit_raw, f);
   return cg_file_commit(c->d, f, tmp, dir, name);

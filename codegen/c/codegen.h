@@ -65,7 +65,14 @@ typedef struct {
                           and how many model_init starts (0 or 1: one, no pthreads) */
   cg_quant *quant;     /* --precision int8: Conv layers with calibrated inputs run
                           int8 (NULL: everything float32) */
+  int weights16;       /* convert --precision: 0 float32 weights, MG_F16 or MG_BF16:
+                          float32 weights of CG_W16_MIN elements or more (prepared
+                          panels included) held in that type (cg_half.c) */
 } cg_options;
+
+/* Fewest elements of a weight held in 16 bits: below it (biases, per-channel
+ * scales) a tensor is under 1 KiB and stays float32. */
+#define CG_W16_MIN 256
 
 typedef struct {
   int n_nodes;             /* nodes emitted (after folding and fusion) */
@@ -77,6 +84,9 @@ typedef struct {
   size_t arena_bytes;      /* planned arena for intermediates */
   size_t lower_bound;      /* the most bytes alive at once: no plan can beat it */
   size_t weights_bytes;
+  /* with cg_options.weights16: weights held in 16 bits, and those kept float32 for
+   * being small, read by a normalisation layer, or beyond float16's range */
+  int n_w16, n_w32_small, n_w32_norm, n_w32_range;
 } cg_report;
 
 /* Writes the project for m (prepared with mg_prepare; it is rewritten in place by

@@ -158,6 +158,7 @@ static const char *pointer(cg_ctx *c, const mg_value *v, int writable, const cha
   case CG_AT_OUTPUT:
     return intern(c, "((%s%s *)out[%d])", q, type, p->index);
   case CG_AT_WEIGHT:
+    if (p->w16) return cg_w16_at(c, p->offset, type);
     return intern(c, "((const %s *)(W + %zu))", type, p->offset);
   case CG_AT_ARENA:
     return intern(c, "((%s%s *)(A + %zu))", q, type, p->offset);
@@ -482,6 +483,7 @@ static int emit_node(cg_ctx *c, const mg_node *n) {
   cg_buf_printf(&c->body, "  /* %d %s \"", n->id, n->op_type);
   comment_name(&c->body, n->name);
   cg_buf_printf(&c->body, "\"%s */\n", c->act[n->id] ? (c->silu_mul[n->id] ? " + SiLU" : " + activation") : "");
+  cg_w16_emit(c, n);
   int ok = check_node(c, n);
   if (ok && c->dyn_node[n->id]) {
     ok = cg_emit_dynamic(c, n, emit_plain) == 0 && !c->cur_failed;

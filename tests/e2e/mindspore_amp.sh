@@ -117,12 +117,9 @@ $PY "$work/tiny_fp32/mindspore/run.py" --ckpt "$work/tiny_fp16/model.ckpt" --inp
 [ $? = 2 ] && grep -q "error\[unsupported\]: --precision int8 is not yet supported for the ascend target" "$work/i8.log" \
   && [ ! -e "$work/i8/model.ckpt" ] && ok "convert --precision int8 --target ascend: an unsupported diagnostic, exit 2" \
   || bad "--precision int8: $(cat "$work/i8.log")"
-grep -q "warning\[unsupported\]: --precision fp16: the cpu target is not yet supported" "$work/tiny_fp16.log" \
-  && ok "--precision fp16 --target mindspore warns that cpu/ stays float32" || bad "no cpu warning: $(tail -3 "$work/tiny_fp16.log")"
-"$MIGC" convert samples/tiny_cnn.onnx --precision fp16 --target cpu,mindspore -o "$work/c16" > "$work/c16.log" 2>&1
-[ $? = 2 ] && grep -q "error\[unsupported\]: --precision fp16 is not yet supported for the cpu target" "$work/c16.log" \
-  && ok "--precision fp16 --target cpu,mindspore: the cpu target's refusal is an error, exit 2" \
-  || bad "--precision fp16 --target cpu: $(tail -2 "$work/c16.log")"
+# cpu/ follows --precision too (tests/e2e/cpu_precision.sh measures it)
+grep -q "convert: cpu: .* weights in fp16" "$work/tiny_fp16.log" \
+  && ok "--precision fp16 --target mindspore: cpu/ holds its weights in fp16 too" || bad "cpu/ at fp16: $(tail -3 "$work/tiny_fp16.log")"
 grep -q '"precision": "fp16"' "$work/tiny_fp16/convert.json" && ok "convert.json records the precision" \
   || bad "convert.json: $(grep -c precision "$work/tiny_fp16/convert.json")"
 

@@ -138,6 +138,28 @@ static void check_sgemm(int M, int N, int K, float alpha, int tA, int tB, float 
 static const float alphas[] = {1.0f, -0.5f, 2.0f, 0.25f};
 static const float betas[] = {0.0f, 1.0f, -1.5f, 0.5f};
 
+/* mg_rt_expand_f16/bf16 against values fixed by IEEE 754 binary16 and bfloat16's
+ * definitions (not by the converter under test), at lengths that reach the
+ * vector loops and their scalar tails, from an odd (unaligned) address. */
+static void test_expand_16bit(void **state) {
+  (void)state;
+  static const uint16_t h[] = {0x3c00, 0xc000, 0x7bff, 0x0001, 0x3555, 0x0000, 0x8000, 0x3800, 0x4248};
+  static const float hf[] = {1.0f, -2.0f, 65504.0f, 5.9604644775390625e-8f, 0.333251953125f, 0.0f, -0.0f, 0.5f,
+                             3.140625f};
+  static const uint16_t b[] = {0x3f80, 0xc000, 0x4049, 0x0001, 0x7f7f, 0x3e80};
+  static const float bf[] = {1.0f, -2.0f, 3.140625f, 9.18354961579912e-41f, 3.3895313892515355e38f, 0.25f};
+  unsigned char raw[2 * 64 + 1];
+  float out[64];
+  for (int n = 1; n <= 64; n += 7) {
+    for (int i = 0; i < n; i++) memcpy(raw + 1 + 2 * i, &h[i % 9], 2);
+    mg_rt_expand_f16(out, raw + 1, (size_t)n);
+    for (int i = 0; i < n; i++) assert_true(memcmp(&out[i], &hf[i % 9], 4) == 0);
+    for (int i = 0; i < n; i++) memcpy(raw + 1 + 2 * i, &b[i % 6], 2);
+    mg_rt_expand_bf16(out, raw + 1, (size_t)n);
+    for (int i = 0; i < n; i++) assert_true(memcmp(&out[i], &bf[i % 6], 4) == 0);
+  }
+}
+
 static void test_sgemm_random(void **state) {
   int t;
   (void)state;
@@ -642,7 +664,7 @@ static void test_q8_conv(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sgemm_random),
+      cmocka_unit_test(test_expand_16bit), cmocka_unit_test(test_sgemm_random),
       cmocka_unit_test(test_sgemm_tile_edges),
       cmocka_unit_test(test_sgemm_block_edges),
       cmocka_unit_test(test_sgemm_degenerate),
