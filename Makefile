@@ -43,6 +43,7 @@ test-zoo: setup build
 	@MIGC_CPU16_SAMPLES=200 MIGC_CPU16_ZOO=1 tests/e2e/cpu_precision.sh $(BUILD)
 	@tests/e2e/batch_zoo.sh $(BUILD)
 	@tests/e2e/batch_speed.sh $(BUILD)
+	@MIGC_THREADS_MODELS="resnet50 vit_b_16" tests/e2e/cpu_threads.sh $(BUILD)
 
 demo: setup build
 	@tools/demo.sh $(BUILD)

@@ -137,3 +137,12 @@ void mg_rt_expand_bf16(float *dst, const void *src, size_t n) {
 #endif
   for (; i < n; i++) dst[i] = mg_rt_bf16_to_f32(half_at(s, i));
 }
+
+void mg_split_range(int n, int parts, int part, int align, int *b, int *e) {
+  int piece = (n + parts - 1) / parts;
+  piece = (piece + align - 1) / align * align;
+  *b = part * piece < n ? part * piece : n;
+  *e = n - *b > piece ? *b + piece : n;
+  if (align > 1 && n - *e == 1) *e = n;             /* the next range would be one item */
+  if (align > 1 && *e - *b == 1 && *b > 0) *b = *e; /* merged into the one before */
+}

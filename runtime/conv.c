@@ -1006,18 +1006,6 @@ static void conv_gemm_cols(const mg_conv2d_params *p, const float *x, const floa
   }
 }
 
-/* Splits n items into `parts` contiguous ranges and gives range `part`: [*b, *e).
- * Ranges after the first are multiples of `align` long where n allows, and none
- * is a single item when align > 1 (a one-column product would take SGEMM's
- * matrix-vector path, whose sums are ordered otherwise). */
-static void split_range(int n, int parts, int part, int align, int *b, int *e) {
-  int piece = (n + parts - 1) / parts;
-  piece = (piece + align - 1) / align * align;
-  *b = min_int(n, part * piece);
-  *e = min_int(n, *b + piece);
-  if (align > 1 && n - *e == 1) *e = n;      /* the next range would be one item */
-  if (align > 1 && *e - *b == 1 && *b > 0) *b = *e; /* merged into the one before */
-}
 
 void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
                     const float *bias, float *y, float *scratch, int t, int n) {
@@ -1025,7 +1013,7 @@ void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
   int b, e, in, g;
 #if HAVE_DEPTHWISE
   if (depthwise_fits(p)) {
-    split_range(p->M, n, t, 1, &b, &e);
+    mg_split_range(p->M, n, t, 1, &b, &e);
     if (e > b) conv_depthwise(p, x, w, bias, y, b, e);
     return;
   }
@@ -1037,7 +1025,7 @@ void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
     /* a one-tile chunk would be a matrix-vector product: one-tile-wide layers
      * stay on one thread */
     if (wino_tw(p) == 1 && t > 0) return;
-    split_range(wino_th(p), wino_tw(p) == 1 ? 1 : n, wino_tw(p) == 1 ? 0 : t, 1, &b, &e);
+    mg_split_range(wino_th(p), wino_tw(p) == 1 ? 1 : n, wino_tw(p) == 1 ? 0 : t, 1, &b, &e);
     if (e <= b) return;
     for (in = 0; in < p->N; in++)
       for (g = 0; g < G; g++)
@@ -1058,7 +1046,7 @@ void mg_conv2d_part(const mg_conv2d_params *p, const float *x, const float *w,
   }
 #endif
   (void)in, (void)g, (void)Cg, (void)Mg;
-  split_range(p->OH * p->OW, n, t, 32, &b, &e);
+  mg_split_range(p->OH * p->OW, n, t, 32, &b, &e);
   conv_gemm_cols(p, x, w, bias, y, scratch, b, e);
 }
 

@@ -130,6 +130,14 @@ const char *mg_rt_strerror(int code);
  * benchmarks. */
 const char *mg_runtime_path(void);
 
+/* Splits n items into `parts` contiguous ranges and gives range `part`: [*b, *e).
+ * Every range starts on a multiple of `align` (a kernel's vector or tile width, so
+ * a part runs the same loops over its items as the whole call), and none is a
+ * single item when align > 1 (a one-column product would take SGEMM's
+ * matrix-vector path, whose sums are ordered otherwise). The threaded kernels'
+ * common splitter. */
+void mg_split_range(int n, int parts, int part, int align, int *b, int *e);
+
 /* ---------------------------------------------------------------- SGEMM */
 
 /* Number of floats of scratch that mg_sgemm(M, N, K, ...) needs. Monotonic in each
@@ -152,6 +160,13 @@ size_t mg_sgemm_scratch(int M, int N, int K);
 void mg_sgemm(int M, int N, int K, float alpha, const float *A, int lda, int transA,
               const float *B, int ldb, int transB, float beta, float *C, int ldc,
               float *scratch);
+/* Part t of n (0 <= t < n) of mg_sgemm: a contiguous share of C's rows (or, where
+ * mg_sgemm computes C^T, of its columns), whole micro-tiles each, with its own
+ * scratch of mg_sgemm_scratch(M, N, K) floats. The n parts together write C once,
+ * exactly the bits mg_sgemm gives, for any n. */
+void mg_sgemm_part(int M, int N, int K, float alpha, const float *A, int lda, int transA,
+                   const float *B, int ldb, int transB, float beta, float *C, int ldc,
+                   float *scratch, int t, int n);
 
 /* Writes row k of a K x N matrix B, columns j0 .. j0 + n - 1, to out[0 .. n):
  * the producer of mg_sgemm_rows' B, e.g. an im2col that never materialises. */
@@ -213,6 +228,10 @@ int mg_sgemm_nr(void);
  * floats. */
 void mg_sgemm_prepb(int M, int N, int K, const float *A, int lda, const float *PB, int pnr,
                     float beta, float *C, int ldc, float *scratch);
+/* Part t of n of mg_sgemm_prepb: whole MR-row tiles of C, its own scratch of
+ * mg_sgemm_packed_scratch(M, N, K) floats; the parts give mg_sgemm_prepb's bits. */
+void mg_sgemm_prepb_part(int M, int N, int K, const float *A, int lda, const float *PB, int pnr,
+                         float beta, float *C, int ldc, float *scratch, int t, int n);
 
 /* ---------------------------------------------------------- activations */
 

@@ -121,6 +121,42 @@ void mg_pool_run(mg_pool *p, void (*fn)(void *ctx, int t, int n), void *ctx) {
 }
 
 typedef struct {
+  int64_t total, align, parts;
+  mg_range_fn fn;
+  const void *ctx;
+} range_job;
+
+/* Range t of a mg_pool_for: units of align items shared out evenly. */
+static void range_task(void *ctx, int t, int n) {
+  const range_job *j = (const range_job *)ctx;
+  const int64_t units = (j->total + j->align - 1) / j->align;
+  int64_t b, e;
+  (void)n;
+  if (t >= j->parts) return;
+  b = units * t / j->parts * j->align;
+  e = units * (t + 1) / j->parts * j->align;
+  if (e > j->total) e = j->total;
+  if (e > b) j->fn(j->ctx, t, b, e);
+}
+
+void mg_pool_for(mg_pool *pool, int64_t total, int64_t align, int64_t min_range, mg_range_fn fn,
+                 const void *ctx) {
+  range_job j;
+  int64_t parts = mg_pool_threads(pool);
+  if (total <= 0) return;
+  if (align < 1) align = 1;
+  if (min_range < 1) min_range = 1;
+  if (parts > total / min_range) parts = total / min_range;
+  if (parts > (total + align - 1) / align) parts = (total + align - 1) / align;
+  if (parts < 2) {
+    fn(ctx, 0, 0, total);
+    return;
+  }
+  j.total = total, j.align = align, j.parts = parts, j.fn = fn, j.ctx = ctx;
+  mg_pool_run(pool, range_task, &j);
+}
+
+typedef struct {
   const mg_conv2d_params *p;
   const float *x, *w, *bias;
   float *y, *scratch;

@@ -947,8 +947,17 @@ void mg_sgemm_packed(int M, int N, int K, const float *PA, int pmr, const float 
 
 void mg_sgemm_prepb(int M, int N, int K, const float *A, int lda, const float *PB, int pnr,
                     float beta, float *C, int ldc, float *scratch) {
-  prepared_product(M, N, K, A, lda, NULL, 0, NULL, 0, NULL, NULL, PB, pnr, beta, C, ldc, scratch,
-                   NULL, NULL);
+  mg_sgemm_prepb_part(M, N, K, A, lda, PB, pnr, beta, C, ldc, scratch, 0, 1);
+}
+
+void mg_sgemm_prepb_part(int M, int N, int K, const float *A, int lda, const float *PB, int pnr,
+                         float beta, float *C, int ldc, float *scratch, int t, int n) {
+  int b, e;
+  /* whole MR-row tiles per part: the same tiles, hence the same sums, as one call */
+  mg_split_range(M, n, t, MR, &b, &e);
+  if (e > b)
+    prepared_product(e - b, N, K, A + (size_t)b * lda, lda, NULL, 0, NULL, 0, NULL, NULL, PB, pnr,
+                     beta, C + (size_t)b * ldc, ldc, scratch, NULL, NULL);
 }
 
 int mg_sgemm_nr(void) { return NR; }
@@ -961,10 +970,21 @@ static double tile_use(int m, int n) {
 void mg_sgemm(int M, int N, int K, float alpha, const float *A, int lda, int transA,
               const float *B, int ldb, int transB, float beta, float *C, int ldc,
               float *scratch) {
-  int i, j;
+  mg_sgemm_part(M, N, K, alpha, A, lda, transA, B, ldb, transB, beta, C, ldc, scratch, 0, 1);
+}
+
+/* Columns of a gemv part start on multiples of this, so every part runs axpy's and
+ * dot's vector loops over the same columns as one call would. */
+#define GEMV_ALIGN 32
+
+void mg_sgemm_part(int M, int N, int K, float alpha, const float *A, int lda, int transA,
+                   const float *B, int ldb, int transB, float beta, float *C, int ldc,
+                   float *scratch, int t, int n) {
+  int i, j, b, e;
   if (M <= 0 || N <= 0) return;
   if (K <= 0 || alpha == 0.0f) {
-    for (i = 0; i < M; i++) {
+    mg_split_range(M, n, t, 1, &b, &e);
+    for (i = b; i < e; i++) {
       float *ci = C + (size_t)i * ldc;
       if (beta == 0.0f)
         for (j = 0; j < N; j++) ci[j] = 0.0f;
@@ -973,19 +993,35 @@ void mg_sgemm(int M, int N, int K, float alpha, const float *A, int lda, int tra
     }
     return;
   }
+  /* every decision below depends on the whole product, never on the part, so each
+   * part computes its elements exactly as the one-part call does */
   if (M == 1) {
-    gemv(N, K, alpha, A, transA ? lda : 1, B, ldb, transB, beta, C, 1);
+    mg_split_range(N, n, t, GEMV_ALIGN, &b, &e);
+    if (e > b)
+      gemv(e - b, K, alpha, A, transA ? lda : 1, transB ? B + (size_t)b * ldb : B + b, ldb, transB,
+           beta, C + b, 1);
     return;
   }
   if (N == 1) {
-    gemv(M, K, alpha, B, transB ? 1 : ldb, A, lda, !transA, beta, C, ldc);
+    mg_split_range(M, n, t, GEMV_ALIGN, &b, &e);
+    if (e > b)
+      gemv(e - b, K, alpha, B, transB ? 1 : ldb, transA ? A + b : A + (size_t)b * lda, lda, !transA,
+           beta, C + (size_t)b * ldc, ldc);
     return;
   }
   /* A narrow C (resnet's last stage: N = 7*7 = 49 pixels, 1/16 of the last NR
    * panel used) wastes less as C^T = op(B)^T op(A)^T, whose rows are the MR side,
-   * when K is deep enough to pay for the transposed stores. */
-  if (tile_use(N, M) > 1.05 * tile_use(M, N) && K >= TRANSPOSE_MIN_K)
-    blocked(N, M, K, alpha, B, ldb, !transB, A, lda, !transA, beta, C, 1, ldc, scratch);
-  else
-    blocked(M, N, K, alpha, A, lda, transA, B, ldb, transB, beta, C, ldc, 1, scratch);
+   * when K is deep enough to pay for the transposed stores. Parts are whole MR-row
+   * tiles of whichever product is computed. */
+  if (tile_use(N, M) > 1.05 * tile_use(M, N) && K >= TRANSPOSE_MIN_K) {
+    mg_split_range(N, n, t, MR, &b, &e);
+    if (e > b)
+      blocked(e - b, M, K, alpha, transB ? B + (size_t)b * ldb : B + b, ldb, !transB, A, lda,
+              !transA, beta, C + b, 1, ldc, scratch);
+  } else {
+    mg_split_range(M, n, t, MR, &b, &e);
+    if (e > b)
+      blocked(e - b, N, K, alpha, transA ? A + b : A + (size_t)b * lda, lda, transA, B, ldb, transB,
+              beta, C + (size_t)b * ldc, ldc, 1, scratch);
+  }
 }

@@ -92,6 +92,7 @@ suite "torchvision: interpreter agrees with PyTorch" bash tests/e2e/torchvision_
 suite "torchvision: generated C agrees with PyTorch (12 models x 2 exports)" bash tests/e2e/torchvision_c.sh "$BUILD"
 suite "detection models: C and interpreter give torch's detections (opset 17; make test-zoo: 13 too)" env DET_OPSETS=17 bash tests/e2e/detection.sh "$BUILD"
 suite "generated C on gcc, clang and aarch64 (qemu)" bash tests/e2e/generated_portability.sh "$BUILD"
+suite "generated C on threads: resnet18, mobilenet_v2, vit_tiny at --threads 1-4 the same bytes and torch's; every split kernel under ThreadSanitizer (make test-zoo: resnet50, vit_b_16)" bash tests/e2e/cpu_threads.sh "$BUILD"
 suite "autodiff against torch gradients" bash tests/e2e/autodiff_torch.sh "$BUILD" build/fixtures/tv build/autodiff-e2e
 suite "migc verify: parity gate, mutations, JUnit" bash tests/e2e/verify.sh "$BUILD"
 suite "weights: .pth/.safetensors to .ckpt, checked by check-ckpt.py; binding; bad input" bash tests/e2e/weights.sh "$BUILD"

@@ -165,7 +165,7 @@ static void emit_unary_call(cg_ctx *c, const char *rt_op, const mg_value *x, con
                             int64_t count, float a, float b) {
   char fa[40], fb[40];
   if (x->dtype == MG_F32)
-    cg_line(c, "mg_unary_f32(%s, %lld, %s, %s, %s, %s);", rt_op, (long long)count, cg_in(c, x),
+    cg_kernel(c, 0, "mg_unary_f32", "%s, %lld, %s, %s, %s, %s", rt_op, (long long)count, cg_in(c, x),
             cg_out(c, y), flit(fa, a), flit(fb, b));
   else
     need_any(c), cg_line(c, "mg_unary_any(%s, %s, %lld, %s, %s, %s, %s);", rt_op, cg_rt_dtype(x->dtype),
@@ -316,7 +316,7 @@ static int emit_binary_call(cg_ctx *c, const mg_node *n, const char *rt_op, cons
   char fa[40], fb[40];
   if (a->dtype == MG_F32 && b->dtype == MG_F32 && y->dtype == MG_F32 && f32_kernel_op(rt_op)) {
     select_binary(c, rt_op);
-    cg_line(c, "mg_binary_f32(%s, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s);", rt_op, w->rank, shape,
+    cg_kernel(c, 0, "mg_binary_f32", "%s, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s", rt_op, w->rank, shape,
             a_expr ? a_expr : cg_in(c, a), sa, b_expr ? b_expr : cg_in(c, b), sb, cg_out(c, y),
             act->act, flit(fa, act->a), flit(fb, act->b));
   } else {

@@ -23,7 +23,7 @@ static void emit_prepb(cg_ctx *c, const mg_node *n, const char *wp, int pnr, int
   int64_t M, N, K;
   int tB;
   cg_gemm_prep_shape(c, n, &M, &N, &K, &tB);
-  cg_line(c, "mg_sgemm_prepb(%lld, %lld, %lld, %s, %lld, %s, %d, %s, %s, %lld, %s);", (long long)M,
+  cg_kernel(c, 1, "mg_sgemm_prepb", "%lld, %lld, %lld, %s, %lld, %s, %d, %s, %s, %lld, %s", (long long)M,
           (long long)N, (long long)K, cg_in(c, n->in[0]), (long long)K, wp, pnr,
           accumulate ? "1.0f" : "0.0f", cg_out(c, n->out[0]), (long long)N,
           cg_scratch(c, "mg_sgemm_packed_scratch(%lld, %lld, %lld)", (long long)M, (long long)N,
@@ -73,7 +73,7 @@ int cg_emit_Gemm(cg_ctx *c, const mg_node *n) {
     if (wp)
       emit_prepb(c, n, wp, pnr, C != NULL);
     else
-      cg_line(c, "mg_sgemm(%lld, %lld, %lld, %s, %s, %lld, %d, %s, %lld, %d, %s, %s, %lld, %s);",
+      cg_kernel(c, 1, "mg_sgemm", "%lld, %lld, %lld, %s, %s, %lld, %d, %s, %lld, %d, %s, %s, %lld, %s",
               (long long)M, (long long)N, (long long)K, nn_flit(fa, alpha), cg_in(c, A),
               (long long)ad[1], tA, cg_in(c, B), (long long)bd[1], tB, C ? "1.0f" : "0.0f",
               cg_out(c, y), (long long)N,
@@ -131,7 +131,7 @@ int cg_emit_MatMul(cg_ctx *c, const mg_node *n) {
   }
   if (b_batch == 1 && a_batch == batch) {
     /* one B for all: A's batch rows are consecutive M-row blocks */
-    cg_line(c, "mg_sgemm(%lld, %lld, %lld, 1.0f, %s, %lld, 0, %s, %lld, 0, 0.0f, %s, %lld, %s);",
+    cg_kernel(c, 1, "mg_sgemm", "%lld, %lld, %lld, 1.0f, %s, %lld, 0, %s, %lld, 0, 0.0f, %s, %lld, %s",
             (long long)(batch * M), (long long)N, (long long)K, cg_in(c, A), (long long)K,
             cg_in(c, B), (long long)N, cg_out(c, y), (long long)N,
             cg_scratch(c, "mg_sgemm_scratch(%lld, %lld, %lld)", (long long)(batch * M),
@@ -153,7 +153,7 @@ int cg_emit_MatMul(cg_ctx *c, const mg_node *n) {
         idx[i] = 0;
       }
     }
-    cg_line(c, "mg_matmul_batched(%lld, %lld, %lld, %lld, %s, %s, %s, %s, %s, %s);",
+    cg_kernel(c, 1, "mg_matmul_batched", "%lld, %lld, %lld, %lld, %s, %s, %s, %s, %s, %s",
             (long long)batch, (long long)M, (long long)N, (long long)K, cg_in(c, A),
             cg_i64s(c, off, (int)batch), cg_in(c, B), cg_i64s(c, off + batch, (int)batch),
             cg_out(c, y),

@@ -152,16 +152,9 @@ int cg_emit_Conv(cg_ctx *c, const mg_node *n) {
     if (k == MG_CONV_WINOGRAD) cg_select(c, "MG_RT_USE_CONV_WINOGRAD");
     if (k == MG_CONV_DEPTHWISE) cg_select(c, "MG_RT_USE_CONV_DEPTHWISE");
   }
-  if (cg_threads(c) > 1) {
-    /* its output split among the pool's threads, each with its own scratch */
-    nn_need(c, "pool.c");
-    cg_line(c, "mg_conv2d_mt(m->pool, &%s, %s, %s, %s, %s, %s, scratch_floats());", prm, cg_in(c, x),
-            wp ? wp : cg_in(c, w), b ? cg_in(c, b) : "NULL", cg_out(c, y),
-            cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
-  } else {
-    cg_line(c, "mg_conv2d(&%s, %s, %s, %s, %s, %s);", prm, cg_in(c, x), wp ? wp : cg_in(c, w),
+  /* on threads, its output is split among them, each with its own scratch */
+  cg_kernel(c, 1, "mg_conv2d", "&%s, %s, %s, %s, %s, %s", prm, cg_in(c, x), wp ? wp : cg_in(c, w),
             b ? cg_in(c, b) : "NULL", cg_out(c, y), cg_scratch(c, "mg_conv2d_scratch(&%s)", prm));
-  }
   return 0;
 }
 
@@ -257,7 +250,7 @@ static int emit_pool(cg_ctx *c, const mg_node *n, int kind) {
   fn = kind == POOL_MAX ? "mg_maxpool2d" : kind == POOL_AVG ? "mg_avgpool2d" : "mg_lppool2d";
   nn_need(c, "nn.c");
   cg_select(c, "MG_RT_USE_POOL2D");
-  cg_line(c, "%s(&%s, %s, %s);", fn, prm, cg_in(c, x), cg_out(c, y));
+  cg_kernel(c, 0, fn, "&%s, %s, %s", prm, cg_in(c, x), cg_out(c, y));
   return 0;
 }
 
@@ -292,7 +285,7 @@ static int emit_global_pool(cg_ctx *c, const mg_node *n, int kind) {
     cg_line(c, "mg_global_lppool(%lld, %lld, %s, %s, %s);", (long long)(N * C), (long long)size,
             nn_flit(fp, (float)p), cg_in(c, x), cg_out(c, y));
   } else {
-    cg_line(c, "%s(%lld, %lld, %s, %s);", kind == POOL_MAX ? "mg_global_maxpool" : "mg_global_avgpool",
+    cg_kernel(c, 0, kind == POOL_MAX ? "mg_global_maxpool" : "mg_global_avgpool", "%lld, %lld, %s, %s",
             (long long)(N * C), (long long)size, cg_in(c, x), cg_out(c, y));
   }
   return 0;
@@ -447,7 +440,7 @@ int cg_emit_LayerNormalization(cg_ctx *c, const mg_node *n) {
     return -1;
   nn_need(c, "nn.c");
   cg_select(c, "MG_RT_USE_NORM");
-  cg_line(c, "mg_layernorm(%lld, %lld, %s, %s, %s, %s, %s, %s, %s);", (long long)outer,
+  cg_kernel(c, 0, "mg_layernorm", "%lld, %lld, %s, %s, %s, %s, %s, %s, %s", (long long)outer,
           (long long)inner, cg_in(c, x), sc, bi, nn_flit(fe, mg_attr_float(n, "epsilon", 1e-5f)),
           cg_out(c, y), mo ? cg_out(c, mo) : "NULL", io ? cg_out(c, io) : "NULL");
   return 0;

@@ -109,7 +109,7 @@ static int reduce(cg_ctx *c, const mg_node *n, const char *op) {
   cg_need(c, "reduce.c");
   cg_need(c, "tensor.c");
   if (x->dtype == MG_F32 && contiguous) {
-    cg_line(c, "mg_reduce_f32(%s, %lld, %lld, %lld, %s, %s);", op, (long long)l.outer, (long long)l.n,
+    cg_kernel(c, 0, "mg_reduce_f32", "%s, %lld, %lld, %lld, %s, %s", op, (long long)l.outer, (long long)l.n,
             (long long)l.inner, cg_in(c, x), cg_out(c, y));
     return 0;
   }
@@ -204,7 +204,7 @@ static int softmax(cg_ctx *c, const mg_node *n, const char *kind) {
   cg_need(c, "reduce.c");
   cg_need(c, "tensor.c");
   if (x->dtype == MG_F32)
-    cg_line(c, "mg_softmax_f32(%s, %lld, %lld, %lld, %s, %s);", kind, (long long)outer, (long long)len,
+    cg_kernel(c, 0, "mg_softmax_f32", "%s, %lld, %lld, %lld, %s, %s", kind, (long long)outer, (long long)len,
             (long long)inner, cg_in(c, x), cg_out(c, n->out[0]));
   else
     cg_line(c, "mg_softmax(%s, %s, %lld, %lld, %lld, %s, %s);", cg_rt_dtype(x->dtype), kind,

@@ -65,7 +65,7 @@ static int emit_copy(cg_ctx *c, const mg_node *n, size_t es, int rank, const int
             (long long)(sh[0] * (int64_t)es));
     return 0;
   }
-  cg_line(c, "mg_copy_nd(%zu, %d, %s, (const char *)%s + %lld, %s, (char *)%s + %lld, %s);", es, r,
+  cg_kernel(c, 0, "mg_copy_nd", "%zu, %d, %s, (const char *)%s + %lld, %s, (char *)%s + %lld, %s", es, r,
           cg_i64s(c, sh, r), src_expr, (long long)(src_off * (int64_t)es), cg_i64s(c, ss, r),
           dst_expr, (long long)(dst_off * (int64_t)es), cg_i64s(c, ds, r));
   return 0;

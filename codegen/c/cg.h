@@ -112,6 +112,13 @@ void cg_fused_act(cg_ctx *c, const mg_node *n, cg_act *out);
  * emitter whose kernel has a threaded form (mg_conv2d_mt) calls it when this is
  * above 1, with m->pool and each thread's scratch scratch_floats() apart. */
 int cg_threads(const cg_ctx *c);
+/* Emits the statement kernel(args) where args is fmt's expansion, or, when the
+ * code runs on threads, kernel_mt(m->pool, args) (mg_rt_pool.h's threaded form,
+ * with the same arguments and results) and, when scratch is set, each thread's
+ * scratch stride scratch_floats() as a last argument. The one way an emitter
+ * splits its kernel across the pool. */
+void cg_kernel(cg_ctx *c, int scratch, const char *kernel, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Whether Conv n runs int8 (--precision int8: its weights were prepared int8,
  * cg_quant8.c), and then its input's scale and zero point. */

@@ -129,6 +129,17 @@ void cg_line(cg_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
+void cg_kernel(cg_ctx *c, int scratch, const char *kernel, const char *fmt, ...) {
+  const int pooled = cg_threads(c) > 1;
+  va_list ap;
+  if (pooled) cg_need(c, "pool.c");
+  va_start(ap, fmt);
+  cg_buf_printf(&c->body, pooled ? "  %s_mt(m->pool, " : "  %s(", kernel);
+  cg_buf_vprintf(&c->body, fmt, ap);
+  cg_buf_printf(&c->body, "%s);\n", pooled && scratch ? ", scratch_floats()" : "");
+  va_end(ap);
+}
+
 static const mg_value *storage_of(cg_ctx *c, const mg_value *v) {
   if (v->id >= 0 && v->id < c->g->n_values && c->redirect[v->id] >= 0) return c->g->values[c->redirect[v->id]];
   return v;
